@@ -1,0 +1,5 @@
+"""Embedder contracts."""
+
+from oracleagentmemory.apis.embedders.embedder import IEmbedder
+
+__all__ = ["IEmbedder"]

@@ -1,0 +1,97 @@
+"""The store contract (:class:`IMemoryStore`) and the caller-prepared batch type."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
+from oracleagentmemory.apis.records import MessageRecord, Record
+
+MAX_LIST_LIMIT = 10000
+"""Default cap of ``list`` and ``list_relations`` when ``limit`` is omitted."""
+
+MetadataFilter = dict[str, Any] | None
+
+
+@dataclass
+class PendingRecordBatch:
+    """One logical batch of records prepared by the caller for :meth:`IMemoryStore.add_batches`.
+
+    Fields take the same values as the arguments of :meth:`IMemoryStore.add`; fields left at
+    ``NOT_SET_MARKER`` behave as omitted arguments.
+    """
+
+    contents: Any = NOT_SET_MARKER
+    record_type: str | _NotSetMarker = NOT_SET_MARKER
+    record_ids: Any = NOT_SET_MARKER
+    index_texts: Any = NOT_SET_MARKER
+    embeddings: Any = NOT_SET_MARKER
+    thread_ids: Any = NOT_SET_MARKER
+    user_ids: Any = NOT_SET_MARKER
+    agent_ids: Any = NOT_SET_MARKER
+    roles: Any = NOT_SET_MARKER
+    timestamps: Any = NOT_SET_MARKER
+    metadata: Any = NOT_SET_MARKER
+    ttl_days: Any = NOT_SET_MARKER
+    ttl_anchor: Any = NOT_SET_MARKER
+    statuses: Any = NOT_SET_MARKER
+
+    def add_arguments(self) -> dict[str, Any]:
+        """The batch as keyword arguments of ``add`` (omitted fields left out)."""
+        return {
+            name: value
+            for name, value in vars(self).items()
+            if value is not NOT_SET_MARKER
+        }
+
+
+class IMemoryStore(ABC):
+    """Persists records and finds them again."""
+
+    @abstractmethod
+    def add(self, contents: Any = NOT_SET_MARKER, record_type: Any = NOT_SET_MARKER,
+            **kwargs: Any) -> list[str]:
+        """Add records; returns their identifiers in input order."""
+
+    @abstractmethod
+    def add_batches(self, batches: list[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
+        """Add caller-prepared batches in one transaction; returns identifiers in order."""
+
+    @abstractmethod
+    def add_user(self, user_id: Any = NOT_SET_MARKER, information: Any = NOT_SET_MARKER,
+                 metadata: Any = NOT_SET_MARKER) -> str:
+        """Add a user profile; returns the user id."""
+
+    @abstractmethod
+    def add_agent(self, agent_id: str, information: str, metadata: Any = NOT_SET_MARKER) -> str:
+        """Add an agent profile; returns the agent id."""
+
+    @abstractmethod
+    def get(self, record_type: str, record_id: str, include_bytes: Any = NOT_SET_MARKER
+            ) -> Record | None:
+        """Return one visible record or ``None``."""
+
+    @abstractmethod
+    def list(self, record_type: str, **kwargs: Any) -> list[Record]:
+        """List visible records of one type, oldest first within the returned window."""
+
+    @abstractmethod
+    def list_thread_messages(self, thread_id: str, last_n: int | None = None,
+                             range_start_seq_no: int | None = None,
+                             range_end_seq_no: int | None = None,
+                             include_bytes: Any = NOT_SET_MARKER) -> list[MessageRecord]:
+        """List a thread's messages in sequence order."""
+
+    @abstractmethod
+    def update(self, record_type: str, record_id: str, **kwargs: Any) -> int:
+        """Update one record; returns 0 or 1."""
+
+    @abstractmethod
+    def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
+        """Delete one record; returns the number of requested top-level records removed."""
+
+    @abstractmethod
+    def delete_thread(self, thread_id: str) -> int:
+        """Delete a thread and its scoped rows; returns 0 or 1."""

@@ -1,0 +1,31 @@
+"""Message content parts."""
+
+from __future__ import annotations
+
+from abc import ABC
+from dataclasses import dataclass, field
+from enum import Enum
+from uuid import uuid4
+
+
+class ImageMimeType(Enum):
+    """Image formats the store accepts."""
+
+    PNG = "image/png"
+    JPEG = "image/jpeg"
+    WEBP = "image/webp"
+
+
+@dataclass
+class MessageContent(ABC):  # noqa: B024 - abstract by role, not by method
+    """One ordered part of a message."""
+
+    id: str = field(default_factory=lambda: uuid4().hex, kw_only=True)
+    timestamp: str | None = field(default=None, kw_only=True)
+
+
+@dataclass
+class TextContent(MessageContent):
+    """A text part of a message."""
+
+    text: str = ""

@@ -1,0 +1,40 @@
+"""Build record objects from the neutral rows engines return."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oracleagentmemory.apis.message import MessageContent, TextContent
+from oracleagentmemory.apis.records import Record, RecordStatus, build_record
+from oracleagentmemory.core._validation import format_timestamp
+
+
+def _message_content(row: dict[str, Any]) -> str | list[MessageContent]:
+    parts = row.get("content_parts")
+    if not parts:
+        return str(row.get("content") or "")
+    return [TextContent(id=p["id"], timestamp=p.get("timestamp"), text=p.get("text", ""))
+            for p in parts]
+
+
+def record_from_row(row: dict[str, Any]) -> Record:
+    """The record a row stands for."""
+    record_type = row["record_type"]
+    fields: dict[str, Any] = {
+        "id": row["id"],
+        "timestamp": format_timestamp(row.get("ts")),
+        "metadata": row.get("metadata"),
+        "status": RecordStatus(row.get("status") or "valid"),
+    }
+    if record_type not in ("user_profile", "agent_profile"):
+        fields.update(thread_id=row.get("thread_id"), user_id=row.get("user_id"),
+                      agent_id=row.get("agent_id"))
+    if record_type == "message":
+        fields.update(content=_message_content(row), role=row.get("role"),
+                      seq_no=int(row.get("seq_no") or 0))
+    elif record_type == "thread":
+        fields.update(runtime_config=row.get("runtime_config"),
+                      runtime_state=row.get("runtime_state"))
+    else:
+        fields["content"] = row.get("content")
+    return build_record(record_type, **fields)

@@ -1,0 +1,424 @@
+"""``OracleDBMemoryStore``: the database-backed store on Oracle AI Database or PostgreSQL."""
+
+from __future__ import annotations
+
+import builtins
+import threading
+import warnings
+from typing import Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
+from oracleagentmemory.apis.embedders import IEmbedder
+from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, PendingRecordBatch
+from oracleagentmemory.apis.records import PROFILE_TYPES, RECORD_TYPES, MessageRecord, Record
+from oracleagentmemory.core._metadata_filter import parse_metadata_filter
+from oracleagentmemory.core._records import record_from_row
+from oracleagentmemory.core._schema import MemoryStoreSchemaError, SchemaRequest, open_schema
+from oracleagentmemory.core._updateplan import plan_update
+from oracleagentmemory.core._validation import (
+    check_bool,
+    check_limit,
+    check_required_id,
+    check_seq_no,
+)
+from oracleagentmemory.core._writeplan import Chunker, WriteSettings, check_record_type, plan_add
+from oracleagentmemory.core.dbschemapolicy import SchemaPolicy, parse_schema_policy
+from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy, parse_enum
+from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.retention import MemoryRetentionConfig
+from oracleagentmemory.engines import make_engine
+from oracleagentmemory.engines.base import (
+    UNSET,
+    DuplicateRecordError,
+    MessageQuery,
+    RecordQuery,
+    RowPlan,
+)
+from oracleagentmemory.engines.identifiers import (
+    store_names,
+    validate_memory_store_id,
+    validate_schema_owner,
+    validate_table_name_prefix,
+)
+
+DEFAULT_BATCH_SIZE = 256
+
+
+class OracleDBMemoryStore(OracleMemoryStore):
+    """Database-backed persistence for threads, messages, memories and actor profiles.
+
+    ``pool`` is a database connection (single-session mode: concurrent calls are serialised), a
+    connection pool (concurrent calls) or a ``postgresql://`` URL. See the spec's "Oracle DB
+    Store" page for every argument; ``schema_policy`` defaults to ``REQUIRE_EXISTING``.
+
+    Raises:
+        MemoryStoreSchemaError: the managed schema is missing, incomplete or outdated for the
+            policy (a ``RuntimeError``).
+        ValueError: an argument breaks its rule.
+    """
+
+    def __init__(
+        self,
+        embedder: IEmbedder | None,
+        pool: Any,
+        schema_policy: SchemaPolicy | str = SchemaPolicy.REQUIRE_EXISTING,
+        vector_dim: int | None | _NotSetMarker = NOT_SET_MARKER,
+        table_name_prefix: str | _NotSetMarker = NOT_SET_MARKER,
+        search_strategy: SearchStrategy | str | _NotSetMarker = NOT_SET_MARKER,
+        search_index_sync: SearchIndexSyncMode | str | _NotSetMarker = NOT_SET_MARKER,
+        memory_retention_config: MemoryRetentionConfig | _NotSetMarker = NOT_SET_MARKER,
+        memory_store_id: str | _NotSetMarker = NOT_SET_MARKER,
+        schema_owner: str | _NotSetMarker = NOT_SET_MARKER,
+    ) -> None:
+        if embedder is not None and not isinstance(embedder, IEmbedder):
+            raise TypeError(f"embedder must be an IEmbedder or None, got {type(embedder).__name__}")
+        policy = parse_schema_policy(schema_policy)
+        store_id = None if memory_store_id is NOT_SET_MARKER else validate_memory_store_id(
+            memory_store_id)
+        prefix = None
+        if table_name_prefix is not NOT_SET_MARKER:
+            warnings.warn(
+                "table_name_prefix is deprecated since 26.6.0 and will be removed in 27.1; "
+                "use memory_store_id",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if store_id is not None:
+                raise ValueError("pass either memory_store_id or table_name_prefix, not both")
+            prefix = validate_table_name_prefix(table_name_prefix)
+        owner = None if schema_owner is NOT_SET_MARKER else validate_schema_owner(schema_owner)
+        if owner is not None and policy not in (SchemaPolicy.REQUIRE_EXISTING, SchemaPolicy.NO_CHECK):
+            raise ValueError(
+                "schema_owner gives runtime access to an existing store only: use "
+                "SchemaPolicy.REQUIRE_EXISTING or SchemaPolicy.NO_CHECK, and create, upgrade or "
+                f"recreate the store as its owner without schema_owner (got {policy.value})"
+            )
+        strategy = None if search_strategy is NOT_SET_MARKER else parse_enum(
+            SearchStrategy, search_strategy, "search_strategy")
+        sync = SearchIndexSyncMode.ON_COMMIT if search_index_sync is NOT_SET_MARKER else parse_enum(
+            SearchIndexSyncMode, search_index_sync, "search_index_sync")
+        if sync is SearchIndexSyncMode.AUTO and strategy is not SearchStrategy.HYBRID:
+            raise ValueError("search_index_sync=SearchIndexSyncMode.AUTO is supported only with "
+                             "SearchStrategy.HYBRID")
+        dim_given = isinstance(vector_dim, int) and not isinstance(vector_dim, bool)
+        if dim_given:
+            assert isinstance(vector_dim, int)
+            if vector_dim < 1:
+                raise ValueError(f"vector_dim must be a positive integer, got {vector_dim}")
+            requested_dim: int | None = vector_dim
+        elif vector_dim is None or vector_dim is NOT_SET_MARKER:
+            wants_vectors = strategy in (None, SearchStrategy.VECTOR, SearchStrategy.HYBRID)
+            requested_dim = embedder.embedding_dimension if embedder and wants_vectors else None
+        else:
+            raise TypeError(f"vector_dim must be an int or None, got {type(vector_dim).__name__}")
+        if memory_retention_config is NOT_SET_MARKER:
+            retention = None
+        elif isinstance(memory_retention_config, MemoryRetentionConfig):
+            retention = memory_retention_config.resolved()
+        else:
+            raise TypeError("memory_retention_config must be a MemoryRetentionConfig")
+
+        self._embedder = embedder
+        self._policy = policy
+        self._chunker: Chunker | None = None
+        self._engine = make_engine(pool)
+        self._names = store_names(memory_store_id=store_id, table_name_prefix=prefix,
+                                  schema_owner=owner, fold=self._engine.fold)
+        from oracleagentmemory.engines.postgres.ddl import LATEST_SCHEMA_VERSION
+
+        try:
+            registry = open_schema(
+                self._engine,
+                self._names,
+                policy,
+                SchemaRequest(
+                    vector_dim=requested_dim,
+                    vector_dim_given=dim_given,
+                    search_mode=strategy.value if strategy else None,
+                    search_index_sync=sync.value,
+                    retention=retention,
+                    latest_version=LATEST_SCHEMA_VERSION,
+                ),
+            )
+        except BaseException:
+            self._engine.close()
+            raise
+        if embedder is not None and registry.vector_dim is not None and (
+            embedder.embedding_dimension != registry.vector_dim
+        ):
+            self._engine.close()
+            raise MemoryStoreSchemaError(
+                f"the embedder produces {embedder.embedding_dimension}-dimensional vectors but "
+                f"the store holds {registry.vector_dim}-dimensional vectors"
+            )
+        self._registry = registry
+        self._lock = threading.Lock()
+
+    # --- properties -----------------------------------------------------------------------
+    @property
+    def vector_dim(self) -> int | None:
+        """Dimension of the store's local vectors (``None`` without vector storage)."""
+        return self._registry.vector_dim
+
+    @property
+    def search_strategy(self) -> SearchStrategy:
+        """Search backend recorded for the store."""
+        return SearchStrategy(self._registry.search_mode)
+
+    @property
+    def memory_retention_config(self) -> MemoryRetentionConfig:
+        """Retention settings stored with the schema."""
+        return MemoryRetentionConfig(self._registry.default_ttl_days, self._registry.max_ttl_days)
+
+    @property
+    def schema_version(self) -> int:
+        """Managed schema version of the store."""
+        return self._registry.schema_version
+
+    def _settings(self) -> WriteSettings:
+        return WriteSettings(
+            vector_dim=self._registry.vector_dim,
+            embedder=self._embedder,
+            chunker=self._chunker,
+            default_ttl_days=self._registry.default_ttl_days,
+            max_ttl_days=self._registry.max_ttl_days,
+        )
+
+    # --- writes ---------------------------------------------------------------------------
+    def add(self, contents: Any = NOT_SET_MARKER, record_type: Any = NOT_SET_MARKER,
+            index_texts: Any = NOT_SET_MARKER, embeddings: Any = NOT_SET_MARKER,
+            record_ids: Any = NOT_SET_MARKER, thread_ids: Any = NOT_SET_MARKER,
+            user_ids: Any = NOT_SET_MARKER, agent_ids: Any = NOT_SET_MARKER,
+            roles: Any = NOT_SET_MARKER, timestamps: Any = NOT_SET_MARKER,
+            metadata: Any = NOT_SET_MARKER, ttl_days: Any = NOT_SET_MARKER,
+            ttl_anchor: Any = NOT_SET_MARKER, statuses: Any = NOT_SET_MARKER,
+            **store_kwargs: Any) -> list[str]:
+        """Add records of one type in one transaction; returns their ids in input order."""
+        batch = PendingRecordBatch(
+            contents=contents, record_type=record_type, index_texts=index_texts,
+            embeddings=embeddings, record_ids=record_ids, thread_ids=thread_ids,
+            user_ids=user_ids, agent_ids=agent_ids, roles=roles, timestamps=timestamps,
+            metadata=metadata, ttl_days=ttl_days, ttl_anchor=ttl_anchor, statuses=statuses,
+        )
+        return self.add_batches([batch], **store_kwargs)
+
+    def add_batches(self, batches: builtins.list[PendingRecordBatch],
+                    **store_kwargs: Any) -> builtins.list[str]:
+        """Add caller-prepared batches in one transaction; returns ids in batch and row order."""
+        batch_size = _batch_size(store_kwargs)
+        if not isinstance(batches, (builtins.list, tuple)):
+            raise TypeError("batches must be a list of PendingRecordBatch")
+        settings = self._settings()
+        plans: builtins.list[RowPlan] = []
+        for n, batch in enumerate(batches):
+            if not isinstance(batch, PendingRecordBatch):
+                raise TypeError(f"batches[{n}] must be a PendingRecordBatch")
+            arguments = batch.add_arguments()
+            if "contents" not in arguments or "record_type" not in arguments:
+                raise ValueError(f"batches[{n}]: contents and record_type are required")
+            plans.extend(plan_add(settings, arguments.pop("contents"),
+                                  arguments.pop("record_type"), **arguments))
+        _reject_duplicates(plans)
+        if plans:
+            self._insert(plans, batch_size)
+        return [p.record_id for p in plans]
+
+    def _insert(self, plans: builtins.list[RowPlan], batch_size: int) -> None:
+        try:
+            with self._engine.session() as session:
+                session.insert_rows(self._names, plans, batch_size)
+        except DuplicateRecordError as exc:
+            raise ValueError(
+                f"record_ids: a record with id {exc.record_id!r} already exists"
+                if exc.record_id else "record_ids: a record with one of these ids already exists"
+            ) from None
+
+    def add_user(self, user_id: Any = NOT_SET_MARKER, information: Any = NOT_SET_MARKER,
+                 metadata: Any = NOT_SET_MARKER) -> str:
+        """Add a user profile; the record id is the user id."""
+        return self._add_profile("user_profile", "user_id", user_id, information, metadata)
+
+    def add_agent(self, agent_id: str, information: str, metadata: Any = NOT_SET_MARKER) -> str:
+        """Add an agent profile; the record id is the agent id."""
+        return self._add_profile("agent_profile", "agent_id", agent_id, information, metadata)
+
+    def _add_profile(self, record_type: str, argument: str, actor_id: Any, information: Any,
+                     metadata: Any) -> str:
+        if actor_id is NOT_SET_MARKER:
+            raise ValueError(f"{argument} is required")
+        check_required_id(actor_id, argument)
+        if information is NOT_SET_MARKER or not isinstance(information, str):
+            raise TypeError("information must be a str")
+        ids = self.add([information], record_type, record_ids=[actor_id],
+                       metadata=None if metadata is NOT_SET_MARKER else metadata)
+        return ids[0]
+
+    def update(self, record_type: str, record_id: str, content: Any = NOT_SET_MARKER,
+               index_text: Any = NOT_SET_MARKER, embedding: Any = NOT_SET_MARKER,
+               metadata: Any = NOT_SET_MARKER, timestamp: Any = NOT_SET_MARKER,
+               ttl_days: Any = NOT_SET_MARKER, ttl_anchor: Any = NOT_SET_MARKER,
+               status: Any = NOT_SET_MARKER, text: Any = NOT_SET_MARKER) -> int:
+        """Update one record's content, retrieval rows, metadata, timestamp, expiry or status.
+
+        Returns 1 when the record exists (expired or not), else 0.
+        """
+        record_type = check_record_type(record_type)
+        check_required_id(record_id, "record_id")
+        if text is not NOT_SET_MARKER:
+            warnings.warn("update(text=...) is deprecated since 26.8.0 and will be removed in "
+                          "27.1; use content=...", DeprecationWarning, stacklevel=2)
+            if content is not NOT_SET_MARKER:
+                raise ValueError("pass either content or the deprecated text, not both")
+            content = text
+        pending = plan_update(
+            self._settings(), record_type, record_id, content=content, index_text=index_text,
+            embedding=embedding, metadata=metadata, timestamp=timestamp, ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor, status=status,
+        )
+        plan = pending.plan
+        with self._engine.session() as session:
+            if not session.record_exists(self._names, record_type, record_id):
+                return 0
+            if pending.needs_stored_event_ts:
+                stored = session.select_event_ts(self._names, record_type, record_id)
+                if stored is None:
+                    raise ValueError(
+                        "ttl_anchor=TimeToLiveAnchor.TIMESTAMP needs an event timestamp; the "
+                        "record has none, so pass timestamp in the same call"
+                    )
+            if pending.clear_existing_vectors or pending.existing_row_vectors is not None:
+                existing = session.count_chunks(self._names, record_type, record_id)
+                vectors = pending.existing_row_vectors
+                if vectors is None:
+                    plan.chunk_vectors = [None] * existing
+                elif existing == 0 and len(vectors) == 1:
+                    from oracleagentmemory.engines.base import ChunkRow
+
+                    plan.chunks = [ChunkRow(None, vectors[0])]
+                elif len(vectors) != existing:
+                    raise ValueError(
+                        f"embedding: {len(vectors)} vectors were given but the record has "
+                        f"{existing} retrieval rows; an embedding-only update needs one vector "
+                        "per existing row"
+                    )
+                else:
+                    plan.chunk_vectors = vectors
+            return session.update_record(self._names, plan)
+
+    def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
+        """Delete one record with its retrieval rows; ``cascade`` expands actor profiles."""
+        record_type = check_record_type(record_type)
+        check_required_id(record_id, "record_id")
+        check_bool(cascade, "cascade")
+        with self._engine.session() as session:
+            deleted = session.delete_record(self._names, record_type, record_id)
+            if cascade and record_type in PROFILE_TYPES:
+                column = "user_id" if record_type == "user_profile" else "agent_id"
+                session.delete_actor_scope(self._names, column, record_id)
+            return deleted
+
+    def delete_thread(self, thread_id: str) -> int:
+        """Delete a thread with its messages, memories, summaries and retrieval rows."""
+        check_required_id(thread_id, "thread_id")
+        with self._engine.session() as session:
+            return session.delete_thread(self._names, thread_id)
+
+    def purge_expired(self) -> int:
+        """Physically delete expired messages and memories; returns how many were removed."""
+        with self._engine.session() as session:
+            return session.purge_expired(self._names)
+
+    # --- reads ----------------------------------------------------------------------------
+    def get(self, record_type: str, record_id: str,
+            include_bytes: Any = NOT_SET_MARKER) -> Record | None:
+        """Return the visible record ``record_id`` of ``record_type``, or ``None``."""
+        record_type = check_record_type(record_type)
+        check_required_id(record_id, "record_id")
+        if include_bytes is not NOT_SET_MARKER:
+            check_bool(include_bytes, "include_bytes")
+        with self._engine.session() as session:
+            rows = session.select_records(
+                self._names, RecordQuery(record_type=record_type, record_id=record_id, limit=1))
+        return record_from_row(rows[0]) if rows else None
+
+    def list(self, record_type: str, limit: Any = NOT_SET_MARKER, thread_id: Any = NOT_SET_MARKER,
+             user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
+             metadata_filter: Any = NOT_SET_MARKER, include_bytes: Any = NOT_SET_MARKER,
+             record_id: Any = NOT_SET_MARKER) -> builtins.list[Record]:
+        """List the most recent visible records of one type, oldest first."""
+        record_type = check_record_type(record_type)
+        effective_limit = MAX_LIST_LIMIT if limit is NOT_SET_MARKER else check_limit(limit, "limit")
+        if record_type == "thread" and thread_id is not NOT_SET_MARKER:
+            raise ValueError("thread_id must not be set when listing threads; use record_id")
+        query = RecordQuery(record_type=record_type, limit=effective_limit)
+        if record_type not in PROFILE_TYPES:
+            for argument, value in (("thread_id", thread_id), ("user_id", user_id),
+                                    ("agent_id", agent_id)):
+                if value is not NOT_SET_MARKER:
+                    if value is not None:
+                        check_required_id(value, argument)
+                    setattr(query, argument, value)
+        if record_id is not NOT_SET_MARKER:
+            query.record_id = check_required_id(record_id, "record_id")
+        if metadata_filter is None:
+            query.metadata_filter = None
+        elif metadata_filter is not NOT_SET_MARKER:
+            query.metadata_filter = parse_metadata_filter(metadata_filter)
+        if include_bytes is not NOT_SET_MARKER:
+            check_bool(include_bytes, "include_bytes")
+        with self._engine.session() as session:
+            rows = session.select_records(self._names, query)
+        return [record_from_row(r) for r in rows]
+
+    def list_thread_messages(self, thread_id: str, last_n: int | None = None,
+                             range_start_seq_no: int | None = None,
+                             range_end_seq_no: int | None = None,
+                             include_bytes: Any = NOT_SET_MARKER) -> builtins.list[MessageRecord]:
+        """A thread's visible messages in sequence order (``last_n`` within the range)."""
+        query = MessageQuery(
+            thread_id=check_required_id(thread_id, "thread_id"),
+            last_n=check_limit(last_n, "last_n"),
+            range_start_seq_no=check_seq_no(range_start_seq_no, "range_start_seq_no"),
+            range_end_seq_no=check_seq_no(range_end_seq_no, "range_end_seq_no"),
+        )
+        if include_bytes is not NOT_SET_MARKER:
+            check_bool(include_bytes, "include_bytes")
+        with self._engine.session() as session:
+            rows = session.select_thread_messages(self._names, query)
+        records = [record_from_row(r) for r in rows]
+        return [r for r in records if isinstance(r, MessageRecord)]
+
+    # --- lifetime -------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the pool the store opened from a URL (borrowed connections stay open)."""
+        self._engine.close()
+
+    def __enter__(self) -> OracleDBMemoryStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _batch_size(store_kwargs: dict[str, Any]) -> int:
+    unknown = set(store_kwargs) - {"batch_size"}
+    if unknown:
+        raise TypeError(f"unexpected store options: {', '.join(sorted(unknown))}")
+    size = store_kwargs.get("batch_size", DEFAULT_BATCH_SIZE)
+    checked = check_limit(size, "batch_size")
+    return DEFAULT_BATCH_SIZE if checked is None else checked
+
+
+def _reject_duplicates(plans: builtins.list[RowPlan]) -> None:
+    seen: set[tuple[str, str]] = set()
+    for plan in plans:
+        table = "profile:" + plan.record_type if plan.record_type in PROFILE_TYPES else (
+            "memory" if plan.record_type in {"memory", "fact", "guideline", "preference"}
+            else plan.record_type)
+        key = (table, plan.record_id)
+        if key in seen:
+            raise ValueError(f"record_ids: duplicate record id {plan.record_id!r} across batches")
+        seen.add(key)
+
+
+__all__ = ["MemoryStoreSchemaError", "OracleDBMemoryStore", "RECORD_TYPES", "UNSET"]

@@ -1,0 +1,237 @@
+"""The engine contract the core speaks to, and the plain-data plans it passes.
+
+The core validates arguments and turns each call into plans; an engine turns plans into SQL for
+its database. Every engine offers the same observable behaviour.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from oracleagentmemory.core._metadata_filter import And
+from oracleagentmemory.engines.identifiers import StoreNames
+
+Vector = npt.NDArray[np.float32]
+
+
+class Unset:
+    """Marks a plan field the operation leaves unchanged."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = Unset()
+
+
+@dataclass
+class RegistryRow:
+    """Managed metadata of one memory store."""
+
+    schema_version: int
+    search_mode: str
+    vector_dim: int | None
+    default_ttl_days: int | None
+    max_ttl_days: int | None
+    search_index_sync: str
+
+
+@dataclass
+class SchemaState:
+    """What exists in the database for one memory store."""
+
+    registry: RegistryRow | None
+    registry_table_exists: bool
+    existing_tables: frozenset[str]
+    """Logical names (``memory``, ``message``...) of managed tables that exist."""
+    embedding_dim: int | None
+    """Dimension of the chunk table's embedding column, ``None`` when it has none."""
+
+
+@dataclass
+class SchemaOptions:
+    """What the store asks the schema to provide."""
+
+    vector_dim: int | None
+    search_mode: str
+    search_index_sync: str
+    default_ttl_days: int | None
+    max_ttl_days: int | None
+
+
+@dataclass
+class ChunkRow:
+    """One retrieval row: chunk text and/or vector."""
+
+    text: str | None
+    vector: Vector | None
+
+
+@dataclass
+class RowPlan:
+    """One record to insert."""
+
+    record_type: str
+    record_id: str
+    content: Any
+    thread_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    role: str | None = None
+    event_ts: datetime | None = None
+    metadata: dict[str, Any] | None = None
+    ttl_days: int | None = None
+    anchor_is_timestamp: bool = False
+    status: str = "valid"
+    seq_no: int = 0
+    """Assigned by the engine for messages (per-thread order, from 0)."""
+    chunks: list[ChunkRow] = field(default_factory=list)
+
+
+@dataclass
+class UpdatePlan:
+    """Changes to one record; fields left at ``UNSET`` are unchanged."""
+
+    record_type: str
+    record_id: str
+    content: Any = UNSET
+    metadata: Any = UNSET
+    event_ts: Any = UNSET
+    status: Any = UNSET
+    ttl_days: Any = UNSET
+    """``int`` or ``None`` (no expiry): recompute expiry; ``UNSET``: keep it."""
+    anchor_is_timestamp: bool = False
+    chunks: Any = UNSET
+    """``list[ChunkRow]``: replace the retrieval rows; ``UNSET``: keep them."""
+    chunk_vectors: Any = UNSET
+    """``list[Vector | None]`` aligned with the existing rows: rewrite only their vectors."""
+
+
+@dataclass
+class RecordQuery:
+    """A read of records of one type."""
+
+    record_type: str
+    record_id: Any = UNSET
+    thread_id: Any = UNSET
+    user_id: Any = UNSET
+    agent_id: Any = UNSET
+    metadata_filter: Any = UNSET
+    """``UNSET``: no filter; ``None``: records without metadata; :class:`And`: compiled filter."""
+    limit: int | None = None
+    """Most recent ``limit`` rows (returned oldest first); ``None`` for all."""
+
+
+@dataclass
+class MessageQuery:
+    """A read of a thread's messages by sequence number."""
+
+    thread_id: str
+    last_n: int | None = None
+    range_start_seq_no: int | None = None
+    range_end_seq_no: int | None = None
+
+
+class DuplicateRecordError(Exception):
+    """An insert hit an existing record id (raised by engines, translated by the core)."""
+
+    def __init__(self, record_id: str | None) -> None:
+        super().__init__(record_id)
+        self.record_id = record_id
+
+
+class EngineSession(ABC):
+    """Work on one physical connection inside one transaction."""
+
+    # --- schema lifecycle -------------------------------------------------------------
+    @abstractmethod
+    def lock_store(self, names: StoreNames) -> None:
+        """Serialise schema lifecycle work on this store until the transaction ends."""
+
+    @abstractmethod
+    def read_schema_state(self, names: StoreNames) -> SchemaState:
+        """Inspect which managed objects exist and read the registry row."""
+
+    @abstractmethod
+    def apply_schema_version(self, names: StoreNames, version: int, options: SchemaOptions) -> None:
+        """Apply the DDL step that brings the store from ``version - 1`` to ``version``."""
+
+    @abstractmethod
+    def add_embedding_storage(self, names: StoreNames, dim: int) -> None:
+        """Add vector storage to a store created without it."""
+
+    @abstractmethod
+    def write_registry(self, names: StoreNames, row: RegistryRow) -> None:
+        """Insert or replace the registry row of the store."""
+
+    @abstractmethod
+    def drop_store(self, names: StoreNames) -> None:
+        """Drop every managed object of the store and its registry row."""
+
+    # --- records ----------------------------------------------------------------------
+    @abstractmethod
+    def insert_rows(self, names: StoreNames, rows: Sequence[RowPlan]) -> None:
+        """Insert records and their retrieval rows; raise :class:`DuplicateRecordError`."""
+
+    @abstractmethod
+    def select_records(self, names: StoreNames, query: RecordQuery) -> list[dict[str, Any]]:
+        """Visible (unexpired) rows of one record type, oldest first."""
+
+    @abstractmethod
+    def select_thread_messages(self, names: StoreNames, query: MessageQuery) -> list[dict[str, Any]]:
+        """Visible messages of one thread in sequence order."""
+
+    @abstractmethod
+    def count_chunks(self, names: StoreNames, record_type: str, record_id: str) -> int:
+        """Number of retrieval rows of one record."""
+
+    @abstractmethod
+    def record_exists(self, names: StoreNames, record_type: str, record_id: str) -> bool:
+        """Whether the record row exists (expired or not), locking it for update."""
+
+    @abstractmethod
+    def select_event_ts(self, names: StoreNames, record_type: str, record_id: str) -> datetime | None:
+        """Stored event timestamp of one record."""
+
+    @abstractmethod
+    def update_record(self, names: StoreNames, plan: UpdatePlan) -> int:
+        """Apply ``plan``; returns 0 or 1."""
+
+    @abstractmethod
+    def delete_record(self, names: StoreNames, record_type: str, record_id: str) -> int:
+        """Delete one record with its retrieval rows (and links); returns 0 or 1."""
+
+    @abstractmethod
+    def delete_actor_scope(self, names: StoreNames, actor_column: str, actor_id: str) -> None:
+        """Delete threads owned by an actor (with their scoped rows) and its remaining rows."""
+
+    @abstractmethod
+    def delete_thread(self, names: StoreNames, thread_id: str) -> int:
+        """Delete a thread with its messages, memories, summaries and retrieval rows."""
+
+    @abstractmethod
+    def purge_expired(self, names: StoreNames) -> int:
+        """Physically delete expired rows; returns how many records were removed."""
+
+
+class Engine(ABC):
+    """A database engine behind a connection, a pool or a URL."""
+
+    fold: str
+    """Case folding of unquoted identifiers: ``'lower'`` or ``'upper'``."""
+
+    @abstractmethod
+    def session(self) -> AbstractContextManager[EngineSession]:
+        """Acquire a connection and open a transaction; commit on success, roll back on error."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release what the engine owns (a pool it created); borrowed pools stay open."""

@@ -1,0 +1,169 @@
+"""Versioned DDL of a memory store on PostgreSQL.
+
+A new store is built by applying every version step from 1 to :data:`LATEST_SCHEMA_VERSION`, so
+the upgrade path is the creation path and is exercised by every test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from psycopg import Connection, sql
+
+from oracleagentmemory.engines.base import SchemaOptions
+from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.postgres import names as q
+
+LATEST_SCHEMA_VERSION = 2
+
+_TIME_COLUMNS = """
+    event_ts timestamptz,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    row_seq bigint GENERATED ALWAYS AS IDENTITY
+"""
+
+_SCOPE_COLUMNS = """
+    thread_id text,
+    user_id text,
+    agent_id text
+"""
+
+_STATUS_CHECK = "status text NOT NULL DEFAULT 'valid' CHECK (status IN ('valid', 'invalid'))"
+
+
+def _version_1(conn: Connection[object], names: StoreNames, options: SchemaOptions) -> None:
+    """Record tables, links, retrieval rows and their lookup indexes."""
+    t = lambda logical: q.table(names, logical)  # noqa: E731
+    ix = lambda suffix: q.index(names, suffix)  # noqa: E731
+    statements: list[sql.Composable] = [
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, {scope}, metadata jsonb, runtime_config jsonb, "
+            "runtime_state jsonb, {times})"
+        ).format(t("thread"), scope=sql.SQL(_SCOPE_COLUMNS.replace("thread_id text,", "")),
+                 times=sql.SQL(_TIME_COLUMNS)),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, {scope}, content jsonb, "
+            "covered_through_seq_no bigint NOT NULL DEFAULT 0, metadata jsonb, "
+            "expires_at timestamptz, {status}, {times})"
+        ).format(t("thread_summary"), scope=sql.SQL(_SCOPE_COLUMNS),
+                 status=sql.SQL(_STATUS_CHECK), times=sql.SQL(_TIME_COLUMNS)),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (actor_type text NOT NULL CHECK (actor_type IN ('user', 'agent')), "
+            "actor_id text NOT NULL, content text, metadata jsonb, {times}, "
+            "PRIMARY KEY (actor_type, actor_id))"
+        ).format(t("actor_profile"), times=sql.SQL(_TIME_COLUMNS)),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, {scope}, role text, content text, "
+            "content_parts jsonb, seq_no bigint NOT NULL, metadata jsonb, expires_at timestamptz, "
+            "{status}, {times})"
+        ).format(t("message"), scope=sql.SQL(_SCOPE_COLUMNS), status=sql.SQL(_STATUS_CHECK),
+                 times=sql.SQL(_TIME_COLUMNS)),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, {scope}, message_id text, mime_type text, "
+            "description text, bytes bytea, metadata jsonb, expires_at timestamptz, {status}, "
+            "{times})"
+        ).format(t("document"), scope=sql.SQL(_SCOPE_COLUMNS), status=sql.SQL(_STATUS_CHECK),
+                 times=sql.SQL(_TIME_COLUMNS)),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, record_type text NOT NULL CHECK (record_type "
+            "IN ('memory', 'guideline', 'fact', 'preference')), {scope}, content text, "
+            "metadata jsonb, expires_at timestamptz, {status}, {times})"
+        ).format(t("memory"), scope=sql.SQL(_SCOPE_COLUMNS), status=sql.SQL(_STATUS_CHECK),
+                 times=sql.SQL(_TIME_COLUMNS)),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, "
+            "source_id text NOT NULL REFERENCES {mem} (id) ON DELETE CASCADE, "
+            "source_type text NOT NULL, "
+            "target_id text NOT NULL REFERENCES {mem} (id) ON DELETE CASCADE, "
+            "target_type text NOT NULL, relation_type text NOT NULL, "
+            "opposite_relation_type text NOT NULL, metadata jsonb, {times}, "
+            "CHECK (source_id <> target_id))"
+        ).format(t("memory_link"), mem=t("memory"), times=sql.SQL(_TIME_COLUMNS)),
+        sql.SQL(
+            "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} (LEAST(source_id, target_id), GREATEST(source_id, target_id))"
+        ).format(ix("memory_link_pair_uq"), t("memory_link")),
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (target_id)").format(ix("memory_link_target_ix"),
+                                                            t("memory_link")),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+            "record_type text NOT NULL, record_id text NOT NULL, chunk_no integer NOT NULL, "
+            "chunk_text text, {embedding}{scope}, created_at timestamptz NOT NULL DEFAULT now())"
+        ).format(
+            t("record_chunks"),
+            embedding=(
+                sql.SQL("embedding vector({}), ").format(sql.Literal(options.vector_dim))
+                if options.vector_dim is not None
+                else sql.SQL("")
+            ),
+            scope=sql.SQL(_SCOPE_COLUMNS),
+        ),
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (record_type, record_id)").format(
+            ix("record_chunks_record_ix"), t("record_chunks")),
+    ]
+    for table, columns in (
+        ("message", "(thread_id, seq_no)"),
+        ("message", "(user_id)"),
+        ("memory", "(user_id)"),
+        ("memory", "(thread_id)"),
+        ("thread", "(user_id)"),
+        ("thread_summary", "(thread_id)"),
+        ("document", "(thread_id)"),
+    ):
+        suffix = f"{table}_{columns.strip('()').replace(', ', '_')}_ix"
+        statements.append(
+            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} " + columns).format(ix(suffix), t(table))
+        )
+    for statement in statements:
+        conn.execute(statement)
+
+
+def _version_2(conn: Connection[object], names: StoreNames, options: SchemaOptions) -> None:
+    """Search indexes: keyword text vectors (GIN), HNSW on embeddings, scope lookup on chunks."""
+    chunks = q.table(names, "record_chunks")
+    conn.execute(
+        sql.SQL(
+            "ALTER TABLE {} ADD COLUMN IF NOT EXISTS search_tsv tsvector GENERATED ALWAYS AS "
+            "(to_tsvector('simple', coalesce(chunk_text, ''))) STORED"
+        ).format(chunks)
+    )
+    conn.execute(
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (search_tsv)").format(
+            q.index(names, "record_chunks_tsv_ix"), chunks)
+    )
+    conn.execute(
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (user_id, record_type)").format(
+            q.index(names, "record_chunks_user_ix"), chunks)
+    )
+    if options.vector_dim is not None:
+        add_vector_index(conn, names)
+
+
+def add_vector_index(conn: Connection[object], names: StoreNames) -> None:
+    """HNSW index (cosine distance) on the chunk embeddings."""
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops)"
+        ).format(q.index(names, "record_chunks_hnsw_ix"), q.table(names, "record_chunks"))
+    )
+
+
+def add_embedding_column(conn: Connection[object], names: StoreNames, dim: int) -> None:
+    """Add the embedding column to a store created without local vector storage."""
+    conn.execute(
+        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS embedding vector({})").format(
+            q.table(names, "record_chunks"), sql.Literal(dim))
+    )
+
+
+SchemaStep = Callable[[Connection[object], StoreNames, SchemaOptions], None]
+
+SCHEMA_STEPS: dict[int, SchemaStep] = {1: _version_1, 2: _version_2}
+"""Step ``n`` upgrades a store from version ``n - 1`` to ``n``."""
+
+REGISTRY_DDL = sql.SQL(
+    "CREATE TABLE IF NOT EXISTS {} (store_key text PRIMARY KEY, schema_version integer NOT NULL, "
+    "search_mode text NOT NULL, vector_dim integer, default_ttl_days integer, "
+    "max_ttl_days integer, search_index_sync text NOT NULL, "
+    "created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now())"
+)

@@ -1,0 +1,584 @@
+"""SQL for one transaction on PostgreSQL: schema lifecycle and record reads and writes."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import errors, sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from oracleagentmemory.engines.base import (
+    UNSET,
+    ChunkRow,
+    DuplicateRecordError,
+    EngineSession,
+    MessageQuery,
+    RecordQuery,
+    RegistryRow,
+    RowPlan,
+    SchemaOptions,
+    SchemaState,
+    UpdatePlan,
+)
+from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
+from oracleagentmemory.engines.postgres import ddl
+from oracleagentmemory.engines.postgres import names as q
+from oracleagentmemory.engines.postgres.filters import render_filter
+
+if TYPE_CHECKING:
+    from oracleagentmemory.engines.postgres.engine import PostgresEngine
+
+MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
+EXPIRING_TABLES = ("message", "memory", "thread_summary", "document")
+INSERT_BATCH_SIZE = 256
+
+_TABLE_OF_TYPE = {
+    "thread": "thread",
+    "message": "message",
+    "thread_summary": "thread_summary",
+    "user_profile": "actor_profile",
+    "agent_profile": "actor_profile",
+    **{t: "memory" for t in MEMORY_TYPES},
+}
+
+# SELECT lists per table; every list yields the same neutral keys.
+_SELECT = {
+    "memory": "id, record_type, thread_id, user_id, agent_id, content, NULL::jsonb AS "
+    "content_parts, metadata, coalesce(event_ts, created_at) AS ts, event_ts, status, "
+    "NULL::text AS role, NULL::bigint AS seq_no",
+    "message": "id, 'message' AS record_type, thread_id, user_id, agent_id, content, "
+    "content_parts, metadata, coalesce(event_ts, created_at) AS ts, event_ts, status, role, "
+    "seq_no",
+    "thread_summary": "id, 'thread_summary' AS record_type, thread_id, user_id, agent_id, "
+    "content, NULL::jsonb AS content_parts, metadata, coalesce(event_ts, created_at) AS ts, "
+    "event_ts, status, NULL::text AS role, covered_through_seq_no AS seq_no",
+    "actor_profile": "actor_id AS id, actor_type || '_profile' AS record_type, NULL::text AS "
+    "thread_id, NULL::text AS user_id, NULL::text AS agent_id, content, NULL::jsonb AS "
+    "content_parts, metadata, coalesce(event_ts, created_at) AS ts, event_ts, 'valid' AS "
+    "status, NULL::text AS role, NULL::bigint AS seq_no",
+    "thread": "id, 'thread' AS record_type, id AS thread_id, user_id, agent_id, NULL::text AS "
+    "content, NULL::jsonb AS content_parts, metadata, coalesce(event_ts, created_at) AS ts, "
+    "event_ts, 'valid' AS status, NULL::text AS role, NULL::bigint AS seq_no, runtime_config, "
+    "runtime_state",
+}
+
+
+def _jsonb(value: Any) -> Jsonb | None:
+    return None if value is None else Jsonb(value)
+
+
+def _expiry(ttl_days: int | None, anchor: datetime | None) -> datetime | None:
+    if ttl_days is None or anchor is None:
+        return None
+    return anchor + timedelta(days=ttl_days)
+
+
+class PostgresSession(EngineSession):
+    """One connection inside one open transaction."""
+
+    def __init__(self, conn: psycopg.Connection[Any], engine: PostgresEngine) -> None:
+        self.conn = conn
+        self.engine = engine
+        self._now: datetime | None = None
+
+    # --- helpers ------------------------------------------------------------------------
+    def now(self) -> datetime:
+        """Transaction start time (the value of ``now()`` and of default ``created_at``)."""
+        if self._now is None:
+            row = self.conn.execute("SELECT now()").fetchone()
+            assert row is not None
+            self._now = row[0]
+        return self._now
+
+    def _key(self, names: StoreNames, logical: str, *, type_filter: bool, record_type: str,
+             record_id: str) -> tuple[sql.Composable, list[Any]]:
+        """WHERE clause that selects one record of ``record_type``."""
+        if logical == "actor_profile":
+            return sql.SQL("actor_type = %s AND actor_id = %s"), [
+                record_type.removesuffix("_profile"), record_id]
+        if logical == "memory" and type_filter:
+            return sql.SQL("record_type = %s AND id = %s"), [record_type, record_id]
+        return sql.SQL("id = %s"), [record_id]
+
+    # --- schema lifecycle ---------------------------------------------------------------
+    def lock_store(self, names: StoreNames) -> None:
+        key = f"oam-store:{names.schema or ''}:{names.store_key}"
+        self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+
+    def _schema_name(self, names: StoreNames) -> str:
+        if names.schema is not None:
+            return names.schema
+        row = self.conn.execute("SELECT current_schema()").fetchone()
+        if row is None or row[0] is None:
+            raise RuntimeError("the connection has no current schema (check search_path)")
+        return str(row[0])
+
+    def read_schema_state(self, names: StoreNames) -> SchemaState:
+        schema = self._schema_name(names)
+        wanted = {names.table(t): t for t in MANAGED_TABLES}
+        rows = self.conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = ANY(%s) AND c.relkind IN ('r', 'p', 'v')",
+            [schema, list(wanted) + [REGISTRY_TABLE]],
+        ).fetchall()
+        present = {r[0] for r in rows}
+        existing = frozenset(wanted[name] for name in present if name in wanted)
+        registry: RegistryRow | None = None
+        registry_exists = REGISTRY_TABLE in present
+        if registry_exists:
+            row = self.conn.execute(
+                sql.SQL(
+                    "SELECT schema_version, search_mode, vector_dim, default_ttl_days, "
+                    "max_ttl_days, search_index_sync FROM {} WHERE store_key = %s"
+                ).format(q.registry(names)),
+                [names.store_key],
+            ).fetchone()
+            if row is not None:
+                registry = RegistryRow(*row)
+        embedding_dim = None
+        if "record_chunks" in existing:
+            dim_row = self.conn.execute(
+                "SELECT a.atttypmod FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
+                "AND c.relname = %s AND a.attname = 'embedding' AND NOT a.attisdropped",
+                [schema, names.table("record_chunks")],
+            ).fetchone()
+            if dim_row is not None:
+                embedding_dim = int(dim_row[0])
+        return SchemaState(
+            registry=registry,
+            registry_table_exists=registry_exists,
+            existing_tables=existing,
+            embedding_dim=embedding_dim,
+        )
+
+    def apply_schema_version(self, names: StoreNames, version: int, options: SchemaOptions) -> None:
+        if version == 1 and options.vector_dim is not None:
+            self._ensure_vector_extension()
+        ddl.SCHEMA_STEPS[version](self.conn, names, options)
+
+    def add_embedding_storage(self, names: StoreNames, dim: int) -> None:
+        self._ensure_vector_extension()
+        ddl.add_embedding_column(self.conn, names, dim)
+
+    def _ensure_vector_extension(self) -> None:
+        row = self.conn.execute("SELECT to_regtype('vector') IS NOT NULL").fetchone()
+        if row and row[0]:
+            return
+        try:
+            with self.conn.transaction():
+                self.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.Error as exc:
+            raise RuntimeError(
+                "vector storage needs the pgvector extension, which is not installed in this "
+                "database and could not be created by this user; run CREATE EXTENSION vector "
+                f"as a superuser ({exc.__class__.__name__}: {exc})"
+            ) from exc
+        self.engine.ensure_vector_adapters(self.conn)
+
+    def write_registry(self, names: StoreNames, row: RegistryRow) -> None:
+        self.conn.execute(ddl.REGISTRY_DDL.format(q.registry(names)))
+        self.conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (store_key, schema_version, search_mode, vector_dim, "
+                "default_ttl_days, max_ttl_days, search_index_sync) VALUES (%s, %s, %s, %s, %s, "
+                "%s, %s) ON CONFLICT (store_key) DO UPDATE SET schema_version = "
+                "EXCLUDED.schema_version, search_mode = EXCLUDED.search_mode, vector_dim = "
+                "EXCLUDED.vector_dim, default_ttl_days = EXCLUDED.default_ttl_days, max_ttl_days = "
+                "EXCLUDED.max_ttl_days, search_index_sync = EXCLUDED.search_index_sync, "
+                "updated_at = now()"
+            ).format(q.registry(names)),
+            [names.store_key, row.schema_version, row.search_mode, row.vector_dim,
+             row.default_ttl_days, row.max_ttl_days, row.search_index_sync],
+        )
+
+    def drop_store(self, names: StoreNames) -> None:
+        for logical in reversed(MANAGED_TABLES):
+            self.conn.execute(
+                sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(q.table(names, logical))
+            )
+        if REGISTRY_TABLE in {
+            r[0] for r in self.conn.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relname = %s",
+                [self._schema_name(names), REGISTRY_TABLE],
+            ).fetchall()
+        }:
+            self.conn.execute(
+                sql.SQL("DELETE FROM {} WHERE store_key = %s").format(q.registry(names)),
+                [names.store_key],
+            )
+
+    # --- inserts --------------------------------------------------------------------------
+    def insert_rows(self, names: StoreNames, rows: Sequence[RowPlan],
+                    batch_size: int = INSERT_BATCH_SIZE) -> None:
+        by_table: dict[str, list[RowPlan]] = defaultdict(list)
+        for row in rows:
+            by_table[_TABLE_OF_TYPE[row.record_type]].append(row)
+        now = self.now()
+        try:
+            for logical, table_rows in by_table.items():
+                if logical == "message":
+                    self._assign_seq_nos(names, table_rows)
+                columns, values = _insert_columns(logical, table_rows, now)
+                self._insert_unnest(names, logical, columns, values, batch_size)
+            chunk_columns, chunk_values = _chunk_columns(rows, self._has_embeddings(rows))
+            if chunk_values and chunk_values[0]:
+                self._insert_unnest(names, "record_chunks", chunk_columns, chunk_values,
+                                    batch_size)
+        except errors.UniqueViolation as exc:
+            raise DuplicateRecordError(_duplicate_key(exc)) from exc
+
+    @staticmethod
+    def _has_embeddings(rows: Sequence[RowPlan]) -> bool:
+        return any(c.vector is not None for r in rows for c in r.chunks)
+
+    def _assign_seq_nos(self, names: StoreNames, rows: list[RowPlan]) -> None:
+        table = q.table(names, "message")
+        by_thread: dict[str | None, list[RowPlan]] = defaultdict(list)
+        for row in rows:
+            by_thread[row.thread_id].append(row)
+        for thread_id, thread_rows in by_thread.items():
+            key = f"oam-seq:{names.schema or ''}:{names.store_key}:{thread_id}"
+            self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+            top = self.conn.execute(
+                sql.SQL("SELECT max(seq_no) FROM {} WHERE thread_id IS NOT DISTINCT FROM %s")
+                .format(table), [thread_id],
+            ).fetchone()
+            start = 0 if top is None or top[0] is None else int(top[0]) + 1
+            for offset, row in enumerate(thread_rows):
+                row.seq_no = start + offset
+
+    def _insert_unnest(self, names: StoreNames, logical: str, columns: list[tuple[str, str]],
+                       values: list[list[Any]], batch_size: int) -> None:
+        statement = sql.SQL("INSERT INTO {} ({}) SELECT * FROM unnest({})").format(
+            q.table(names, logical),
+            sql.SQL(", ").join(sql.Identifier(c) for c, _ in columns),
+            sql.SQL(", ").join(sql.SQL("%s::" + t + "[]") for _, t in columns),
+        )
+        total = len(values[0])
+        with self.conn.cursor() as cur:
+            for start in range(0, total, batch_size):
+                cur.execute(statement, [col[start : start + batch_size] for col in values])
+
+    # --- reads ----------------------------------------------------------------------------
+    def select_records(self, names: StoreNames, query: RecordQuery) -> list[dict[str, Any]]:
+        logical = _TABLE_OF_TYPE[query.record_type]
+        where: list[sql.Composable] = []
+        params: list[Any] = []
+        if logical == "actor_profile":
+            where.append(sql.SQL("actor_type = %s"))
+            params.append(query.record_type.removesuffix("_profile"))
+            if query.record_id is not UNSET:
+                where.append(sql.SQL("actor_id = %s"))
+                params.append(query.record_id)
+        else:
+            if logical == "memory":
+                where.append(sql.SQL("record_type = %s"))
+                params.append(query.record_type)
+            if query.record_id is not UNSET:
+                where.append(sql.SQL("id = %s"))
+                params.append(query.record_id)
+            for column in ("thread_id", "user_id", "agent_id"):
+                value = getattr(query, column)
+                if value is UNSET or (logical == "thread" and column == "thread_id"):
+                    continue
+                if value is None:
+                    where.append(sql.SQL("{} IS NULL").format(sql.Identifier(column)))
+                else:
+                    where.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
+                    params.append(value)
+        if logical in EXPIRING_TABLES:
+            where.append(sql.SQL("(expires_at IS NULL OR expires_at > now())"))
+        if query.metadata_filter is None:
+            where.append(sql.SQL("metadata IS NULL"))
+        elif query.metadata_filter is not UNSET:
+            predicate, filter_params = render_filter(query.metadata_filter, sql.Identifier("metadata"))
+            where.append(predicate)
+            params.extend(filter_params)
+        statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY row_seq DESC{}").format(
+            sql.SQL(_SELECT[logical]),
+            q.table(names, logical),
+            sql.SQL(" AND ").join(where) if where else sql.SQL("true"),
+            sql.SQL(" LIMIT %s") if query.limit is not None else sql.SQL(""),
+        )
+        if query.limit is not None:
+            params.append(query.limit)
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(statement, params).fetchall()
+        rows.reverse()
+        return rows
+
+    def select_thread_messages(self, names: StoreNames, query: MessageQuery) -> list[dict[str, Any]]:
+        where = [sql.SQL("thread_id = %s"), sql.SQL("(expires_at IS NULL OR expires_at > now())")]
+        params: list[Any] = [query.thread_id]
+        if query.range_start_seq_no is not None:
+            where.append(sql.SQL("seq_no >= %s"))
+            params.append(query.range_start_seq_no)
+        if query.range_end_seq_no is not None:
+            where.append(sql.SQL("seq_no < %s"))
+            params.append(query.range_end_seq_no)
+        statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY seq_no DESC{}").format(
+            sql.SQL(_SELECT["message"]),
+            q.table(names, "message"),
+            sql.SQL(" AND ").join(where),
+            sql.SQL(" LIMIT %s") if query.last_n is not None else sql.SQL(""),
+        )
+        if query.last_n is not None:
+            params.append(query.last_n)
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            rows = cur.execute(statement, params).fetchall()
+        rows.reverse()
+        return rows
+
+    def count_chunks(self, names: StoreNames, record_type: str, record_id: str) -> int:
+        row = self.conn.execute(
+            sql.SQL("SELECT count(*) FROM {} WHERE record_type = %s AND record_id = %s").format(
+                q.table(names, "record_chunks")), [record_type, record_id],
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def record_exists(self, names: StoreNames, record_type: str, record_id: str) -> bool:
+        logical = _TABLE_OF_TYPE[record_type]
+        key, params = self._key(names, logical, type_filter=True, record_type=record_type,
+                                record_id=record_id)
+        row = self.conn.execute(
+            sql.SQL("SELECT 1 FROM {} WHERE {} FOR UPDATE").format(q.table(names, logical), key),
+            params,
+        ).fetchone()
+        return row is not None
+
+    def select_event_ts(self, names: StoreNames, record_type: str, record_id: str) -> datetime | None:
+        logical = _TABLE_OF_TYPE[record_type]
+        key, params = self._key(names, logical, type_filter=True, record_type=record_type,
+                                record_id=record_id)
+        row = self.conn.execute(
+            sql.SQL("SELECT event_ts FROM {} WHERE {}").format(q.table(names, logical), key),
+            params,
+        ).fetchone()
+        return None if row is None else row[0]
+
+    # --- updates and deletes --------------------------------------------------------------
+    def update_record(self, names: StoreNames, plan: UpdatePlan) -> int:
+        logical = _TABLE_OF_TYPE[plan.record_type]
+        table = q.table(names, logical)
+        key, key_params = self._key(names, logical, type_filter=True,
+                                    record_type=plan.record_type, record_id=plan.record_id)
+        sets: list[sql.Composable] = [sql.SQL("updated_at = now()")]
+        params: list[Any] = []
+        if plan.content is not UNSET:
+            if logical == "thread_summary":
+                sets.append(sql.SQL("content = %s"))
+                params.append(Jsonb(plan.content))
+            elif logical == "message":
+                text, parts = plan.content
+                sets.append(sql.SQL("content = %s, content_parts = %s"))
+                params.extend([text, _jsonb(parts)])
+            else:
+                sets.append(sql.SQL("content = %s"))
+                params.append(plan.content)
+        if plan.metadata is not UNSET:
+            sets.append(sql.SQL("metadata = %s"))
+            params.append(_jsonb(plan.metadata))
+        if plan.event_ts is not UNSET:
+            sets.append(sql.SQL("event_ts = %s"))
+            params.append(plan.event_ts)
+        if plan.status is not UNSET:
+            sets.append(sql.SQL("status = %s"))
+            params.append(plan.status)
+        if plan.ttl_days is not UNSET:
+            if plan.ttl_days is None:
+                sets.append(sql.SQL("expires_at = NULL"))
+            elif plan.anchor_is_timestamp and plan.event_ts is not UNSET:
+                sets.append(sql.SQL("expires_at = %s::timestamptz + make_interval(days => %s)"))
+                params.extend([plan.event_ts, plan.ttl_days])
+            elif plan.anchor_is_timestamp:
+                sets.append(sql.SQL("expires_at = event_ts + make_interval(days => %s)"))
+                params.append(plan.ttl_days)
+            else:
+                sets.append(sql.SQL("expires_at = created_at + make_interval(days => %s)"))
+                params.append(plan.ttl_days)
+        cur = self.conn.execute(
+            sql.SQL("UPDATE {} SET {} WHERE {} RETURNING {}").format(
+                table, sql.SQL(", ").join(sets), key,
+                sql.SQL("thread_id, user_id, agent_id") if logical != "actor_profile"
+                else sql.SQL("NULL, NULL, NULL"),
+            ),
+            params + key_params,
+        )
+        scope = cur.fetchone()
+        if scope is None:
+            return 0
+        chunks = q.table(names, "record_chunks")
+        if plan.chunks is not UNSET:
+            self.conn.execute(
+                sql.SQL("DELETE FROM {} WHERE record_type = %s AND record_id = %s").format(chunks),
+                [plan.record_type, plan.record_id],
+            )
+            row = RowPlan(record_type=plan.record_type, record_id=plan.record_id, content=None,
+                          thread_id=scope[0], user_id=scope[1], agent_id=scope[2],
+                          chunks=plan.chunks)
+            columns, values = _chunk_columns([row], self._has_embeddings([row]))
+            if values[0]:
+                self._insert_unnest(names, "record_chunks", columns, values, INSERT_BATCH_SIZE)
+        elif plan.chunk_vectors is not UNSET:
+            ids = [r[0] for r in self.conn.execute(
+                sql.SQL("SELECT id FROM {} WHERE record_type = %s AND record_id = %s "
+                        "ORDER BY chunk_no").format(chunks),
+                [plan.record_type, plan.record_id],
+            ).fetchall()]
+            if len(ids) != len(plan.chunk_vectors):
+                raise ValueError("embedding: vector count does not match the stored chunks")
+            with self.conn.cursor() as c:
+                c.executemany(
+                    sql.SQL("UPDATE {} SET embedding = %s WHERE id = %s").format(chunks),
+                    list(zip(plan.chunk_vectors, ids, strict=True)),
+                )
+        return 1
+
+    def _delete_chunks(self, names: StoreNames, record_types: Sequence[str], ids: list[str]) -> None:
+        if ids:
+            self.conn.execute(
+                sql.SQL("DELETE FROM {} WHERE record_type = ANY(%s) AND record_id = ANY(%s)")
+                .format(q.table(names, "record_chunks")),
+                [list(record_types), ids],
+            )
+
+    def _delete_where(self, names: StoreNames, logical: str, where: sql.Composable,
+                      params: list[Any]) -> list[str]:
+        """Delete rows of ``logical`` and their retrieval rows; returns the deleted ids."""
+        id_column = "actor_id" if logical == "actor_profile" else "id"
+        rows = self.conn.execute(
+            sql.SQL("DELETE FROM {} WHERE {} RETURNING {}").format(
+                q.table(names, logical), where, sql.Identifier(id_column)),
+            params,
+        ).fetchall()
+        ids = [r[0] for r in rows]
+        if logical == "memory":
+            self._delete_chunks(names, MEMORY_TYPES, ids)
+        elif logical == "message":
+            self._delete_chunks(names, ("message",), ids)
+        return ids
+
+    def delete_record(self, names: StoreNames, record_type: str, record_id: str) -> int:
+        if record_type == "thread":
+            return self.delete_thread(names, record_id)
+        logical = _TABLE_OF_TYPE[record_type]
+        key, params = self._key(names, logical, type_filter=True, record_type=record_type,
+                                record_id=record_id)
+        ids = self._delete_where(names, logical, key, params)
+        if logical == "actor_profile":
+            self._delete_chunks(names, (record_type,), ids)
+        return len(ids)
+
+    def delete_actor_scope(self, names: StoreNames, actor_column: str, actor_id: str) -> None:
+        if actor_column not in ("user_id", "agent_id"):
+            raise ValueError(f"unknown actor column {actor_column!r}")
+        column = sql.Identifier(actor_column)
+        thread_ids = [r[0] for r in self.conn.execute(
+            sql.SQL("SELECT id FROM {} WHERE {} = %s").format(q.table(names, "thread"), column),
+            [actor_id],
+        ).fetchall()]
+        for thread_id in thread_ids:
+            self.delete_thread(names, thread_id)
+        for logical in ("message", "memory", "thread_summary", "document"):
+            self._delete_where(names, logical, sql.SQL("{} = %s").format(column), [actor_id])
+
+    def delete_thread(self, names: StoreNames, thread_id: str) -> int:
+        by_thread = sql.SQL("thread_id = %s")
+        for logical in ("message", "memory", "thread_summary", "document"):
+            self._delete_where(names, logical, by_thread, [thread_id])
+        return len(self._delete_where(names, "thread", sql.SQL("id = %s"), [thread_id]))
+
+    def purge_expired(self, names: StoreNames) -> int:
+        expired = sql.SQL("expires_at IS NOT NULL AND expires_at <= now()")
+        return sum(
+            len(self._delete_where(names, logical, expired, [])) for logical in EXPIRING_TABLES
+        )
+
+
+def _duplicate_key(exc: errors.UniqueViolation) -> str | None:
+    detail = exc.diag.message_detail or ""
+    # "Key (id)=(abc) already exists." or "Key (actor_type, actor_id)=(user, abc) ..."
+    if "=(" in detail and ")" in detail:
+        inner = detail.split("=(", 1)[1].rsplit(") already", 1)[0]
+        return inner.split(", ")[-1]
+    return None
+
+
+def _insert_columns(logical: str, rows: list[RowPlan], now: datetime
+                    ) -> tuple[list[tuple[str, str]], list[list[Any]]]:
+    """Column names, SQL types and column-wise values for inserting ``rows`` into ``logical``."""
+    def expires(r: RowPlan) -> datetime | None:
+        return _expiry(r.ttl_days, r.event_ts if r.anchor_is_timestamp else now)
+
+    spec: list[tuple[str, str, Any]]
+    if logical == "actor_profile":
+        spec = [
+            ("actor_type", "text", lambda r: r.record_type.removesuffix("_profile")),
+            ("actor_id", "text", lambda r: r.record_id),
+            ("content", "text", lambda r: r.content),
+            ("metadata", "jsonb", lambda r: _jsonb(r.metadata)),
+            ("event_ts", "timestamptz", lambda r: r.event_ts),
+        ]
+    elif logical == "thread":
+        spec = [
+            ("id", "text", lambda r: r.record_id),
+            ("user_id", "text", lambda r: r.user_id),
+            ("agent_id", "text", lambda r: r.agent_id),
+            ("metadata", "jsonb", lambda r: _jsonb(r.metadata)),
+            ("event_ts", "timestamptz", lambda r: r.event_ts),
+        ]
+    else:
+        spec = [
+            ("id", "text", lambda r: r.record_id),
+            ("thread_id", "text", lambda r: r.thread_id),
+            ("user_id", "text", lambda r: r.user_id),
+            ("agent_id", "text", lambda r: r.agent_id),
+            ("metadata", "jsonb", lambda r: _jsonb(r.metadata)),
+            ("event_ts", "timestamptz", lambda r: r.event_ts),
+            ("expires_at", "timestamptz", expires),
+            ("status", "text", lambda r: r.status),
+        ]
+        if logical == "memory":
+            spec += [("record_type", "text", lambda r: r.record_type),
+                     ("content", "text", lambda r: r.content)]
+        elif logical == "message":
+            spec += [
+                ("role", "text", lambda r: r.role),
+                ("content", "text", lambda r: r.content[0]),
+                ("content_parts", "jsonb", lambda r: _jsonb(r.content[1])),
+                ("seq_no", "bigint", lambda r: r.seq_no),
+            ]
+        elif logical == "thread_summary":
+            spec += [("content", "jsonb", lambda r: Jsonb(r.content))]
+    columns = [(name, sql_type) for name, sql_type, _ in spec]
+    values = [[get(r) for r in rows] for _, _, get in spec]
+    return columns, values
+
+
+def _chunk_columns(rows: Sequence[RowPlan], with_embeddings: bool
+                   ) -> tuple[list[tuple[str, str]], list[list[Any]]]:
+    """Columns and column-wise values of the retrieval rows of ``rows``."""
+    flat: list[tuple[RowPlan, int, ChunkRow]] = [
+        (r, n, c) for r in rows for n, c in enumerate(r.chunks)
+    ]
+    spec: list[tuple[str, str, Any]] = [
+        ("record_type", "text", lambda r, n, c: r.record_type),
+        ("record_id", "text", lambda r, n, c: r.record_id),
+        ("chunk_no", "integer", lambda r, n, c: n),
+        ("chunk_text", "text", lambda r, n, c: c.text),
+        ("thread_id", "text", lambda r, n, c: r.thread_id),
+        ("user_id", "text", lambda r, n, c: r.user_id),
+        ("agent_id", "text", lambda r, n, c: r.agent_id),
+    ]
+    if with_embeddings:
+        spec.append(("embedding", "vector", lambda r, n, c: c.vector))
+    columns = [(name, sql_type) for name, sql_type, _ in spec]
+    values = [[get(r, n, c) for r, n, c in flat] for _, _, get in spec]
+    return columns, values
