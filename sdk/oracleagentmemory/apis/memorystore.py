@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -52,11 +53,12 @@ class IMemoryStore(ABC):
 
     @abstractmethod
     def add(self, contents: Any = NOT_SET_MARKER, record_type: Any = NOT_SET_MARKER,
-            **kwargs: Any) -> list[str]:
+            **kwargs: Any) -> builtins.list[str]:
         """Add records; returns their identifiers in input order."""
 
     @abstractmethod
-    def add_batches(self, batches: list[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
+    def add_batches(self, batches: builtins.list[PendingRecordBatch],
+                    **store_kwargs: Any) -> builtins.list[str]:
         """Add caller-prepared batches in one transaction; returns identifiers in order."""
 
     @abstractmethod
@@ -74,18 +76,25 @@ class IMemoryStore(ABC):
         """Return one visible record or ``None``."""
 
     @abstractmethod
-    def list(self, record_type: str, **kwargs: Any) -> list[Record]:
+    def list(self, record_type: str, limit: Any = NOT_SET_MARKER, thread_id: Any = NOT_SET_MARKER,
+             user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
+             metadata_filter: Any = NOT_SET_MARKER, include_bytes: Any = NOT_SET_MARKER,
+             record_id: Any = NOT_SET_MARKER) -> builtins.list[Record]:
         """List visible records of one type, oldest first within the returned window."""
 
     @abstractmethod
     def list_thread_messages(self, thread_id: str, last_n: int | None = None,
                              range_start_seq_no: int | None = None,
                              range_end_seq_no: int | None = None,
-                             include_bytes: Any = NOT_SET_MARKER) -> list[MessageRecord]:
+                             include_bytes: Any = NOT_SET_MARKER) -> builtins.list[MessageRecord]:
         """List a thread's messages in sequence order."""
 
     @abstractmethod
-    def update(self, record_type: str, record_id: str, **kwargs: Any) -> int:
+    def update(self, record_type: str, record_id: str, content: Any = NOT_SET_MARKER,
+               index_text: Any = NOT_SET_MARKER, embedding: Any = NOT_SET_MARKER,
+               metadata: Any = NOT_SET_MARKER, timestamp: Any = NOT_SET_MARKER,
+               ttl_days: Any = NOT_SET_MARKER, ttl_anchor: Any = NOT_SET_MARKER,
+               status: Any = NOT_SET_MARKER, text: Any = NOT_SET_MARKER) -> int:
         """Update one record; returns 0 or 1."""
 
     @abstractmethod

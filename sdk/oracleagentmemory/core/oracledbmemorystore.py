@@ -105,6 +105,11 @@ class OracleDBMemoryStore(OracleMemoryStore):
             assert isinstance(vector_dim, int)
             if vector_dim < 1:
                 raise ValueError(f"vector_dim must be a positive integer, got {vector_dim}")
+            if embedder is not None and embedder.embedding_dimension != vector_dim:
+                raise ValueError(
+                    f"vector_dim={vector_dim} does not match the embedder's dimension "
+                    f"{embedder.embedding_dimension}"
+                )
             requested_dim: int | None = vector_dim
         elif vector_dim is None or vector_dim is NOT_SET_MARKER:
             wants_vectors = strategy in (None, SearchStrategy.VECTOR, SearchStrategy.HYBRID)

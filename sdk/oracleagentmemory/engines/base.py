@@ -140,6 +140,78 @@ class MessageQuery:
     range_end_seq_no: int | None = None
 
 
+@dataclass
+class SearchPlan:
+    """One search: filters are exact; ``scope`` maps a chunk column to ``UNSET``/``None``/id."""
+
+    mode: str
+    """``'vector'``, ``'keyword'`` or ``'hybrid'``."""
+    k: int
+    record_types: tuple[str, ...]
+    vector: Vector | None = None
+    text: str | None = None
+    scope: dict[str, Any] = field(default_factory=dict)
+    metadata_filter: And | None = None
+    include_invalid: bool = True
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A ranked record: its type, id and distance (smaller is better)."""
+
+    record_type: str
+    record_id: str
+    distance: float
+
+
+@dataclass
+class RelationRow:
+    """One relation to insert."""
+
+    id: str
+    source_id: str
+    source_type: str
+    target_id: str
+    target_type: str
+    relation_type: str
+    opposite_relation_type: str
+    event_ts: datetime | None
+    metadata: dict[str, Any] | None
+
+
+@dataclass
+class RelationQuery:
+    """A read of relations; ``UNSET`` fields do not filter."""
+
+    relation_id: Any = UNSET
+    relation_type: Any = UNSET
+    source_id: Any = UNSET
+    source_type: Any = UNSET
+    target_id: Any = UNSET
+    target_type: Any = UNSET
+    metadata_filter: Any = UNSET
+    limit: int | None = None
+
+
+@dataclass
+class RelationChange:
+    """Replacement values for one relation; ``UNSET`` fields stay."""
+
+    relation_id: str
+    relation_type: Any = UNSET
+    opposite_relation_type: Any = UNSET
+    event_ts: Any = UNSET
+    metadata: Any = UNSET
+
+
+class DuplicateRelationError(Exception):
+    """A relation between the same two records already exists."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
 class DuplicateRecordError(Exception):
     """An insert hit an existing record id (raised by engines, translated by the core)."""
 
@@ -178,7 +250,7 @@ class EngineSession(ABC):
 
     # --- records ----------------------------------------------------------------------
     @abstractmethod
-    def insert_rows(self, names: StoreNames, rows: Sequence[RowPlan]) -> None:
+    def insert_rows(self, names: StoreNames, rows: Sequence[RowPlan], batch_size: int) -> None:
         """Insert records and their retrieval rows; raise :class:`DuplicateRecordError`."""
 
     @abstractmethod

@@ -34,9 +34,13 @@ _STATUS_CHECK = "status text NOT NULL DEFAULT 'valid' CHECK (status IN ('valid',
 
 def _version_1(conn: Connection[object], names: StoreNames, options: SchemaOptions) -> None:
     """Record tables, links, retrieval rows and their lookup indexes."""
-    t = lambda logical: q.table(names, logical)  # noqa: E731
-    ix = lambda suffix: q.index(names, suffix)  # noqa: E731
-    statements: list[sql.Composable] = [
+    def t(logical: str) -> sql.Composable:
+        return q.table(names, logical)
+
+    def ix(suffix: str) -> sql.Composable:
+        return q.index(names, suffix)
+
+    statements: list[sql.Composed] = [
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, {scope}, metadata jsonb, runtime_config jsonb, "
             "runtime_state jsonb, {times})"

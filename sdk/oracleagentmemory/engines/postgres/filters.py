@@ -30,19 +30,32 @@ def _render(expr: FilterExpr, column: sql.Composable, params: list[Any]) -> sql.
     if isinstance(expr, Not):
         return sql.SQL("(NOT ") + _render(expr.expr, column, params) + sql.SQL(")")
     if isinstance(expr, Exact):
-        params.extend([list(expr.path), Jsonb(expr.value)])
-        return sql.SQL("coalesce(({} #> %s::text[]) = %s::jsonb, false)").format(column)
+        value = _path(column, expr.path, params)
+        params.append(Jsonb(expr.value))
+        return sql.SQL("coalesce({} = %s::jsonb, false)").format(value)
     if isinstance(expr, ArrayContains):
-        value = sql.SQL("({} #> %s::text[])").format(column)
-        path = list(expr.path)
-        params.append(path)
         tests: list[sql.Composable] = []
+        value = _path(column, expr.path, params)
         for item in expr.values:
-            params.extend([path, Jsonb([item])])
-            tests.append(sql.SQL("{} @> %s::jsonb").format(value))
+            if isinstance(item, (dict, list)):
+                # @> would also accept a partial object or a sub-list: compare whole elements.
+                tests.append(sql.SQL(
+                    "EXISTS (SELECT 1 FROM jsonb_array_elements({}) AS e(element) "
+                    "WHERE e.element = %s::jsonb)").format(_path(column, expr.path, params)))
+                params.append(Jsonb(item))
+            else:
+                tests.append(sql.SQL("{} @> %s::jsonb").format(_path(column, expr.path, params)))
+                params.append(Jsonb([item]))
         joiner = sql.SQL(" OR ") if expr.any_of else sql.SQL(" AND ")
-        # jsonb_typeof of a missing path is NULL; coalesce keeps the predicate two-valued.
-        return sql.SQL("coalesce(jsonb_typeof({}) = 'array' AND ({}), false)").format(
+        # CASE guards jsonb_array_elements against non-arrays; a missing path (NULL) is false.
+        return sql.SQL("(CASE WHEN jsonb_typeof({}) = 'array' THEN ({}) ELSE false END)").format(
             value, joiner.join(tests)
         )
     raise TypeError(f"unknown filter node {expr!r}")
+
+
+def _path(column: sql.Composable, path: tuple[str, ...], params: list[Any]) -> sql.Composable:
+    """``column -> key -> ...``: object keys only (``#>`` would also index arrays by number)."""
+    params.extend(path)
+    steps = sql.SQL("").join(sql.SQL(" -> %s::text") for _ in path)
+    return sql.SQL("({}{})").format(column, steps)

@@ -1,0 +1,134 @@
+"""Validate ``search`` arguments and turn them into engine search plans."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from oracleagentmemory.apis.records import MEMORY_TYPES, PROFILE_TYPES
+from oracleagentmemory.core._metadata_filter import parse_metadata_filter
+from oracleagentmemory.core._validation import check_bool, check_id, to_vector
+from oracleagentmemory.core.dbsearch import SearchStrategy
+from oracleagentmemory.engines.base import UNSET, SearchHit, SearchPlan
+
+SEARCHABLE_RECORD_TYPES: frozenset[str] = MEMORY_TYPES | PROFILE_TYPES | {"message"}
+DEFAULT_SEARCH_RECORD_TYPES: tuple[str, ...] = (
+    "message", "memory", "guideline", "fact", "preference", "user_profile", "agent_profile",
+)
+MAX_NUM_HOPS = 5
+RRF_K = 60
+
+
+@dataclass
+class SearchArguments:
+    """Validated ``search`` arguments."""
+
+    query: str | None
+    query_vector: Any
+    k: int
+    scope: dict[str, Any]
+    record_types: tuple[str, ...]
+    metadata_filter: Any
+    include_invalid: bool
+    num_hops: int
+    max_linked_results: int
+
+
+def check_search_arguments(
+    strategy: SearchStrategy, vector_dim: int | None, *, query: object, k: object,
+    query_vector: object, thread_id: object, user_id: object, agent_id: object,
+    exact_user_match: object, exact_agent_match: object, exact_thread_match: object,
+    record_types: object, metadata_filter: object, include_invalid_results: object,
+    num_hops: object, max_linked_results: object,
+) -> SearchArguments:
+    """Check every argument rule; raises ``ValueError``/``TypeError`` naming the argument."""
+    if (query is None) == (query_vector is None):
+        raise ValueError("pass exactly one of query and query_vector")
+    text: str | None = None
+    vector = None
+    if query is not None:
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, got {type(query).__name__}")
+        if not query.strip():
+            raise ValueError("query must contain at least one non-whitespace character")
+        text = query
+    else:
+        if strategy is SearchStrategy.KEYWORD:
+            raise ValueError("query_vector is not accepted by keyword search; pass query")
+        vector = to_vector(query_vector, "query_vector")
+        if vector_dim is not None and vector.size != vector_dim:
+            raise ValueError(
+                f"query_vector has dimension {vector.size} but the store's vector_dim is "
+                f"{vector_dim}"
+            )
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"k must be an int, got {type(k).__name__}")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    scope: dict[str, Any] = {}
+    for column, value, exact, flag in (
+        ("thread_id", thread_id, exact_thread_match, "exact_thread_match"),
+        ("user_id", user_id, exact_user_match, "exact_user_match"),
+        ("agent_id", agent_id, exact_agent_match, "exact_agent_match"),
+    ):
+        check_id(value, column, allow_none=True)
+        scope[column] = value if check_bool(exact, flag) else UNSET
+    if record_types is None:
+        types = DEFAULT_SEARCH_RECORD_TYPES
+    else:
+        if isinstance(record_types, str) or not isinstance(record_types, Iterable):
+            raise TypeError("record_types must be a set of record type names or None")
+        chosen = list(record_types)
+        if not chosen:
+            raise ValueError("record_types must not be empty; pass None for the default types")
+        unknown = sorted(str(t) for t in chosen if t not in SEARCHABLE_RECORD_TYPES)
+        if unknown:
+            raise ValueError(
+                f"record_types: {', '.join(unknown)} cannot be searched; searchable types are "
+                f"{', '.join(sorted(SEARCHABLE_RECORD_TYPES))}"
+            )
+        types = tuple(t for t in DEFAULT_SEARCH_RECORD_TYPES if t in chosen)
+    parsed_filter = None if metadata_filter is None else parse_metadata_filter(metadata_filter)
+    if isinstance(num_hops, bool) or not isinstance(num_hops, int):
+        raise TypeError(f"num_hops must be an int, got {type(num_hops).__name__}")
+    if not 0 <= num_hops <= MAX_NUM_HOPS:
+        raise ValueError(f"num_hops must be between 0 and {MAX_NUM_HOPS}, got {num_hops}")
+    if isinstance(max_linked_results, bool) or not isinstance(max_linked_results, int):
+        raise TypeError(
+            f"max_linked_results must be an int, got {type(max_linked_results).__name__}")
+    if max_linked_results < 0:
+        raise ValueError(f"max_linked_results must be at least 0, got {max_linked_results}")
+    return SearchArguments(
+        query=text, query_vector=vector, k=k, scope=scope, record_types=types,
+        metadata_filter=parsed_filter,
+        include_invalid=check_bool(include_invalid_results, "include_invalid_results"),
+        num_hops=num_hops, max_linked_results=max_linked_results,
+    )
+
+
+def base_plan(arguments: SearchArguments, mode: str) -> SearchPlan:
+    """The engine plan shared by every query chunk."""
+    return SearchPlan(
+        mode=mode, k=arguments.k, record_types=arguments.record_types, scope=arguments.scope,
+        metadata_filter=arguments.metadata_filter, include_invalid=arguments.include_invalid,
+    )
+
+
+def fuse_ranked_lists(lists: list[list[SearchHit]], k: int) -> list[SearchHit]:
+    """Reciprocal-rank fusion of per-chunk rankings.
+
+    A record ranked ``r`` (from 1) in a list scores ``1 / (RRF_K + r)``; scores add up over the
+    lists. The fused distance is ``1 - score / best_possible`` where ``best_possible`` is the score
+    of a record ranked first in every list, so it lies in ``[0, 1)`` and ascends with rank.
+    """
+    if len(lists) == 1:
+        return lists[0][:k]
+    scores: dict[tuple[str, str], float] = {}
+    for ranking in lists:
+        for rank, hit in enumerate(ranking, start=1):
+            key = (hit.record_type, hit.record_id)
+            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
+    best_possible = len(lists) / (RRF_K + 1)
+    ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0][1]))
+    return [SearchHit(t, i, 1.0 - score / best_possible) for (t, i), score in ordered[:k]]

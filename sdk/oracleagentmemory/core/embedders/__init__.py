@@ -1,0 +1,9 @@
+"""Embedders: a local baseline and an HTTP client for OpenAI-compatible services."""
+
+from oracleagentmemory.core.embedders.hashing import HashingEmbedder
+from oracleagentmemory.core.embedders.openai_compatible import (
+    EmbeddingServiceError,
+    OpenAICompatibleEmbedder,
+)
+
+__all__ = ["EmbeddingServiceError", "HashingEmbedder", "OpenAICompatibleEmbedder"]

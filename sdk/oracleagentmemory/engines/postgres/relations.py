@@ -1,0 +1,170 @@
+"""Relation (memory link) SQL on PostgreSQL, lifecycle status upkeep and graph neighbours."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg import errors, sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from oracleagentmemory.engines.base import (
+    UNSET,
+    DuplicateRelationError,
+    RelationChange,
+    RelationQuery,
+    RelationRow,
+)
+from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.postgres import names as q
+from oracleagentmemory.engines.postgres.filters import render_filter
+
+LIFECYCLE_TYPES = ["supersedes", "refines", "duplicates"]
+"""Relation types that make their target INVALID while they exist."""
+
+_COLUMNS = sql.SQL(
+    "id, source_id, source_type, target_id, target_type, relation_type, opposite_relation_type, "
+    "event_ts, metadata, created_at"
+)
+
+
+def memory_types(conn: psycopg.Connection[Any], names: StoreNames, ids: Sequence[str]
+                 ) -> dict[str, str]:
+    """Stored record type of each existing memory among ``ids``."""
+    rows = conn.execute(
+        sql.SQL("SELECT id, record_type FROM {} WHERE id = ANY(%s)").format(
+            q.table(names, "memory")), [list(ids)],
+    ).fetchall()
+    return {r[0]: r[1] for r in rows}
+
+
+def insert_relations(conn: psycopg.Connection[Any], names: StoreNames,
+                     rows: Sequence[RelationRow]) -> None:
+    """Insert relations; one orientation per endpoint pair (unique index on the pair)."""
+    try:
+        with conn.cursor() as cur:
+            cur.executemany(
+                sql.SQL(
+                    "INSERT INTO {} (id, source_id, source_type, target_id, target_type, "
+                    "relation_type, opposite_relation_type, event_ts, metadata) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                ).format(q.table(names, "memory_link")),
+                [(r.id, r.source_id, r.source_type, r.target_id, r.target_type, r.relation_type,
+                  r.opposite_relation_type, r.event_ts,
+                  None if r.metadata is None else Jsonb(r.metadata)) for r in rows],
+            )
+    except errors.UniqueViolation as exc:
+        raise DuplicateRelationError(exc.diag.message_detail or str(exc)) from exc
+
+
+def select_relations(conn: psycopg.Connection[Any], names: StoreNames,
+                     query: RelationQuery) -> list[dict[str, Any]]:
+    """Matching relations, most recent ``limit`` of them, in creation order."""
+    where: list[sql.Composable] = []
+    params: list[Any] = []
+    for attribute, column in (("relation_id", "id"), ("relation_type", "relation_type"),
+                              ("source_id", "source_id"), ("source_type", "source_type"),
+                              ("target_id", "target_id"), ("target_type", "target_type")):
+        value = getattr(query, attribute)
+        if value is not UNSET:
+            where.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
+            params.append(value)
+    if query.metadata_filter is None:
+        where.append(sql.SQL("metadata IS NULL"))
+    elif query.metadata_filter is not UNSET:
+        predicate, filter_params = render_filter(query.metadata_filter, sql.Identifier("metadata"))
+        where.append(predicate)
+        params.extend(filter_params)
+    statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY row_seq DESC{}").format(
+        _COLUMNS, q.table(names, "memory_link"),
+        sql.SQL(" AND ").join(where) if where else sql.SQL("true"),
+        sql.SQL(" LIMIT %s") if query.limit is not None else sql.SQL(""),
+    )
+    if query.limit is not None:
+        params.append(query.limit)
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(statement, params).fetchall()
+    rows.reverse()
+    return rows
+
+
+def update_relation(conn: psycopg.Connection[Any], names: StoreNames,
+                    change: RelationChange) -> dict[str, Any] | None:
+    """Apply ``change``; returns the relation's endpoints before the change, or ``None``."""
+    before = conn.execute(
+        sql.SQL("SELECT target_id, relation_type FROM {} WHERE id = %s FOR UPDATE").format(
+            q.table(names, "memory_link")), [change.relation_id],
+    ).fetchone()
+    if before is None:
+        return None
+    sets: list[sql.Composable] = [sql.SQL("updated_at = now()")]
+    params: list[Any] = []
+    for attribute, column in (("relation_type", "relation_type"),
+                              ("opposite_relation_type", "opposite_relation_type"),
+                              ("event_ts", "event_ts")):
+        value = getattr(change, attribute)
+        if value is not UNSET:
+            sets.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
+            params.append(value)
+    if change.metadata is not UNSET:
+        sets.append(sql.SQL("metadata = %s"))
+        params.append(None if change.metadata is None else Jsonb(change.metadata))
+    conn.execute(
+        sql.SQL("UPDATE {} SET {} WHERE id = %s").format(
+            q.table(names, "memory_link"), sql.SQL(", ").join(sets)),
+        params + [change.relation_id],
+    )
+    return {"target_id": before[0], "relation_type": before[1]}
+
+
+def delete_relations(conn: psycopg.Connection[Any], names: StoreNames,
+                     relation_ids: Sequence[str]) -> list[str]:
+    """Delete relations; returns the target ids of the deleted ones."""
+    rows = conn.execute(
+        sql.SQL("DELETE FROM {} WHERE id = ANY(%s) RETURNING target_id").format(
+            q.table(names, "memory_link")), [list(relation_ids)],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def lifecycle_targets_of(conn: psycopg.Connection[Any], names: StoreNames,
+                         memory_ids: Sequence[str]) -> list[str]:
+    """Targets of lifecycle links touching ``memory_ids`` (whose status a delete may change)."""
+    rows = conn.execute(
+        sql.SQL(
+            "SELECT DISTINCT target_id FROM {} WHERE relation_type = ANY(%s) AND "
+            "(source_id = ANY(%s) OR target_id = ANY(%s))"
+        ).format(q.table(names, "memory_link")),
+        [LIFECYCLE_TYPES, list(memory_ids), list(memory_ids)],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def recompute_status(conn: psycopg.Connection[Any], names: StoreNames,
+                     memory_ids: Sequence[str]) -> None:
+    """INVALID while a lifecycle link targets the memory, VALID otherwise (for ``memory_ids``)."""
+    if not memory_ids:
+        return
+    conn.execute(
+        sql.SQL(
+            "UPDATE {mem} m SET status = CASE WHEN EXISTS (SELECT 1 FROM {link} l WHERE "
+            "l.target_id = m.id AND l.relation_type = ANY(%s)) THEN 'invalid' ELSE 'valid' END, "
+            "updated_at = now() WHERE m.id = ANY(%s)"
+        ).format(mem=q.table(names, "memory"), link=q.table(names, "memory_link")),
+        [LIFECYCLE_TYPES, list(set(memory_ids))],
+    )
+
+
+def links_touching(conn: psycopg.Connection[Any], names: StoreNames,
+                   node_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Every relation with an endpoint among ``node_ids``, in creation order."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(
+            sql.SQL(
+                "SELECT {} FROM {} WHERE source_id = ANY(%s) OR target_id = ANY(%s) "
+                "ORDER BY row_seq"
+            ).format(_COLUMNS, q.table(names, "memory_link")),
+            [list(node_ids), list(node_ids)],
+        ).fetchall()

@@ -1,0 +1,189 @@
+"""Search SQL on PostgreSQL: vector (pgvector HNSW, cosine), keyword (full-text) and hybrid (RRF).
+
+Every search runs one SQL statement per candidate round. Filters (scope, record type, expiry,
+status, metadata) are part of that statement, so they apply before the limit. Vector candidates
+come from the HNSW index with pgvector's iterative scans; when a round still finds fewer than
+``k`` records, the search is repeated as an exact scan, so a search never silently under-returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from oracleagentmemory.engines.base import UNSET, SearchHit, SearchPlan
+from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.postgres import names as q
+from oracleagentmemory.engines.postgres.filters import render_filter
+
+RRF_K = 60
+"""Reciprocal-rank-fusion constant: a record ranked ``r`` (from 1) scores ``1 / (RRF_K + r)``."""
+MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
+PROFILE_TYPES = ("user_profile", "agent_profile")
+MAX_EF_SEARCH = 1000
+MAX_SCAN_TUPLES = 200_000
+
+
+def run_search(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan) -> list[SearchHit]:
+    """Up to ``plan.k`` distinct records, best first, with their distances."""
+    budget = max(plan.k * 4, 40)
+    exact = plan.mode == "keyword"
+    while True:
+        _configure(conn, budget)
+        rows = _candidates(conn, names, plan, budget, exact)
+        hits = _best_per_record(rows)
+        if len(hits) >= plan.k:
+            return hits[: plan.k]
+        if len(rows) < budget:
+            # Every matching candidate was returned. An approximate scan may have stopped early,
+            # so confirm with an exact one before returning fewer than k records.
+            if exact:
+                return hits
+            exact = True
+            continue
+        budget *= 4  # records with many chunks filled the window: widen it
+
+
+def _configure(conn: psycopg.Connection[Any], budget: int) -> None:
+    conn.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+        "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)",
+        [str(min(max(40, budget), MAX_EF_SEARCH)), str(MAX_SCAN_TUPLES)],
+    )
+
+
+def _best_per_record(rows: Sequence[tuple[str, str, float]]) -> list[SearchHit]:
+    best: dict[tuple[str, str], float] = {}
+    for record_type, record_id, distance in rows:
+        key = (record_type, record_id)
+        if key not in best or distance < best[key]:
+            best[key] = float(distance)
+    ordered = sorted(best.items(), key=lambda item: (item[1], item[0][1]))
+    return [SearchHit(t, i, d) for (t, i), d in ordered]
+
+
+def _candidates(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan,
+                budget: int, exact: bool) -> list[tuple[str, str, float]]:
+    params: list[Any] = []
+    if plan.mode == "vector":
+        statement = _limited(_vector_arms(names, plan, budget, exact, params), budget, params)
+    elif plan.mode == "keyword":
+        statement = _limited(_keyword_arms(names, plan, budget, params), budget, params)
+    else:
+        statement = _hybrid(names, plan, budget, exact, params)
+    return [(r[0], r[1], float(r[2])) for r in conn.execute(statement, params).fetchall()]
+
+
+def _limited(arms: list[sql.Composable], budget: int, params: list[Any]) -> sql.Composable:
+    params.append(budget)
+    return sql.SQL("SELECT record_type, record_id, d FROM ({}) u ORDER BY d LIMIT %s").format(
+        sql.SQL(" UNION ALL ").join(arms))
+
+
+def _arms(plan: SearchPlan) -> list[tuple[str, tuple[str, ...]]]:
+    """(parent table, record types) pairs the search must visit."""
+    arms: list[tuple[str, tuple[str, ...]]] = []
+    memory = tuple(t for t in plan.record_types if t in MEMORY_TYPES)
+    if memory:
+        arms.append(("memory", memory))
+    if "message" in plan.record_types:
+        arms.append(("message", ("message",)))
+    profiles = tuple(t for t in plan.record_types if t in PROFILE_TYPES)
+    if profiles:
+        arms.append(("actor_profile", profiles))
+    return arms
+
+
+def _join_and_filters(names: StoreNames, plan: SearchPlan, parent: str, types: tuple[str, ...]
+                      ) -> tuple[sql.Composable, sql.Composable, list[Any]]:
+    """``chunks c JOIN parent p ON ...`` and the WHERE predicate (with its params) of one arm."""
+    if parent == "actor_profile":
+        join = sql.SQL("p.actor_id = c.record_id AND p.actor_type || '_profile' = c.record_type")
+    elif parent == "memory":
+        join = sql.SQL("p.id = c.record_id AND p.record_type = c.record_type")
+    else:
+        join = sql.SQL("p.id = c.record_id")
+    source = sql.SQL("{} c JOIN {} p ON {}").format(
+        q.table(names, "record_chunks"), q.table(names, parent), join)
+    where: list[sql.Composable] = [sql.SQL("c.record_type = ANY(%s)")]
+    params: list[Any] = [list(types)]
+    for column, value in plan.scope.items():
+        if value is UNSET:
+            continue
+        if value is None:
+            where.append(sql.SQL("c.{} IS NULL").format(sql.Identifier(column)))
+        else:
+            where.append(sql.SQL("c.{} = %s").format(sql.Identifier(column)))
+            params.append(value)
+    if parent != "actor_profile":
+        where.append(sql.SQL("(p.expires_at IS NULL OR p.expires_at > now())"))
+        if not plan.include_invalid:
+            where.append(sql.SQL("p.status = 'valid'"))
+    if plan.metadata_filter is not None:
+        predicate, filter_params = render_filter(plan.metadata_filter, sql.SQL("p.metadata"))
+        where.append(predicate)
+        params.extend(filter_params)
+    return source, sql.SQL(" AND ").join(where), params
+
+
+def _vector_arms(names: StoreNames, plan: SearchPlan, budget: int, exact: bool,
+                 params: list[Any]) -> list[sql.Composable]:
+    """One ``ORDER BY distance LIMIT`` per parent table; ``exact`` bypasses the HNSW index."""
+    # "+ 0" hides the operator from the planner, which then scans the filtered rows exactly.
+    order = "(c.embedding <=> %s::vector) + 0" if exact else "c.embedding <=> %s::vector"
+    arms: list[sql.Composable] = []
+    for parent, types in _arms(plan):
+        source, where, where_params = _join_and_filters(names, plan, parent, types)
+        arms.append(sql.SQL(
+            "(SELECT c.record_type, c.record_id, (c.embedding <=> %s::vector) AS d FROM {} "
+            "WHERE {} AND c.embedding IS NOT NULL ORDER BY " + order + " LIMIT %s)"
+        ).format(source, where))
+        params.extend([plan.vector, *where_params, plan.vector, budget])
+    return arms
+
+
+_TSQUERY = (
+    "to_tsquery('simple', coalesce((SELECT string_agg(quote_literal(l), ' | ') FROM "
+    "unnest(tsvector_to_array(to_tsvector('simple', %s))) AS l), ''))"
+)
+
+
+def _keyword_arms(names: StoreNames, plan: SearchPlan, budget: int,
+                  params: list[Any]) -> list[sql.Composable]:
+    """Keyword arms: any query word matches; distance is ``1 / (1 + ts_rank_cd)``."""
+    arms: list[sql.Composable] = []
+    for parent, types in _arms(plan):
+        source, where, where_params = _join_and_filters(names, plan, parent, types)
+        arms.append(sql.SQL(
+            "(SELECT c.record_type, c.record_id, "
+            "1.0 / (1.0 + ts_rank_cd(c.search_tsv, tq.query)) AS d "
+            "FROM (SELECT " + _TSQUERY + " AS query) tq CROSS JOIN {} "
+            "WHERE {} AND c.search_tsv @@ tq.query ORDER BY d LIMIT %s)"
+        ).format(source, where))
+        params.extend([plan.text, *where_params, budget])
+    return arms
+
+
+def _hybrid(names: StoreNames, plan: SearchPlan, budget: int, exact: bool,
+            params: list[Any]) -> sql.Composable:
+    """Vector and keyword candidates fused by reciprocal-rank fusion in one statement.
+
+    Each side ranks records (best chunk per record) from 1; a record scores
+    ``1/(RRF_K + vector_rank) + 1/(RRF_K + keyword_rank)`` (a missing side adds 0). The distance is
+    ``1 - score / (2 / (RRF_K + 1))``: 0 for a record ranked first on both sides, below 1 always.
+    """
+    vector = sql.SQL(" UNION ALL ").join(_vector_arms(names, plan, budget, exact, params))
+    keyword = sql.SQL(" UNION ALL ").join(_keyword_arms(names, plan, budget, params))
+    params.append(budget)
+    return sql.SQL(
+        "WITH v AS (SELECT record_type, record_id, row_number() OVER (ORDER BY min(d), record_id) "
+        "AS r FROM ({}) a GROUP BY record_type, record_id), "
+        "k AS (SELECT record_type, record_id, row_number() OVER (ORDER BY min(d), record_id) "
+        "AS r FROM ({}) b GROUP BY record_type, record_id) "
+        "SELECT record_type, record_id, 1.0 - (coalesce(1.0 / ({rrf} + v.r), 0) + "
+        "coalesce(1.0 / ({rrf} + k.r), 0)) * ({rrf} + 1) / 2.0 AS d "
+        "FROM v FULL OUTER JOIN k USING (record_type, record_id) ORDER BY d, record_id LIMIT %s"
+    ).format(vector, keyword, rrf=sql.Literal(RRF_K))
