@@ -207,7 +207,7 @@ def test_require_existing_without_vector_dim_uses_the_stored_dimension(
 def test_require_existing_without_search_strategy_detects_the_stored_mode(
     make_store: StoreFactory, strategy: SearchStrategy
 ) -> None:
-    store_id = make_store(search_strategy=strategy)._names.store_key
+    store_id = make_store(search_strategy=strategy, vector_dim=3)._names.store_key
     reopened = make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
     assert reopened.search_strategy is strategy
 

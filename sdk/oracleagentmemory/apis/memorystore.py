@@ -9,6 +9,7 @@ from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
 from oracleagentmemory.apis.records import MessageRecord, Record
+from oracleagentmemory.apis.relations import RecordRelation
 
 MAX_LIST_LIMIT = 10000
 """Default cap of ``list`` and ``list_relations`` when ``limit`` is omitted."""
@@ -104,3 +105,51 @@ class IMemoryStore(ABC):
     @abstractmethod
     def delete_thread(self, thread_id: str) -> int:
         """Delete a thread and its scoped rows; returns 0 or 1."""
+
+    @abstractmethod
+    def search(self, query: str | None, k: int, query_vector: Any = None,
+               thread_id: str | None = None, user_id: str | None = None,
+               agent_id: str | None = None, exact_user_match: bool = False,
+               exact_agent_match: bool = False, exact_thread_match: bool = False,
+               record_types: Any = None, metadata_filter: Any = None, num_hops: int = 0,
+               max_linked_results: int = 100,
+               include_invalid_results: bool = True) -> builtins.list[tuple[Record, float]]:
+        """``(record, distance)`` pairs ranked by ascending distance (at most ``k``)."""
+
+    @abstractmethod
+    def add_relations(self, source_record_ids: Any, source_record_types: Any,
+                      target_record_ids: Any, target_record_types: Any, relation_types: Any,
+                      opposite_relation_types: Any = NOT_SET_MARKER,
+                      relation_ids: Any = NOT_SET_MARKER, timestamps: Any = NOT_SET_MARKER,
+                      metadata: Any = NOT_SET_MARKER) -> builtins.list[str]:
+        """Store directed relations; returns their ids in input order."""
+
+    @abstractmethod
+    def get_relation(self, source_record_id: Any = NOT_SET_MARKER,
+                     source_record_type: Any = NOT_SET_MARKER,
+                     target_record_id: Any = NOT_SET_MARKER,
+                     target_record_type: Any = NOT_SET_MARKER,
+                     relation_type: Any = NOT_SET_MARKER,
+                     relation_id: Any = NOT_SET_MARKER) -> RecordRelation | None:
+        """One relation by id or by its complete endpoint tuple."""
+
+    @abstractmethod
+    def list_relations(self, relation_type: Any = NOT_SET_MARKER,
+                       source_record_id: Any = NOT_SET_MARKER,
+                       source_record_type: Any = NOT_SET_MARKER,
+                       target_record_id: Any = NOT_SET_MARKER,
+                       target_record_type: Any = NOT_SET_MARKER, limit: Any = NOT_SET_MARKER,
+                       metadata_filter: Any = NOT_SET_MARKER,
+                       relation_id: Any = NOT_SET_MARKER) -> builtins.list[RecordRelation]:
+        """Relations in creation order."""
+
+    @abstractmethod
+    def update_relations(self, relation_ids: Any, relation_types: Any = NOT_SET_MARKER,
+                         opposite_relation_types: Any = NOT_SET_MARKER,
+                         timestamps: Any = NOT_SET_MARKER,
+                         metadata: Any = NOT_SET_MARKER) -> builtins.list[str]:
+        """Replace mutable relation fields; returns the updated ids."""
+
+    @abstractmethod
+    def delete_relations(self, relation_ids: Any) -> int:
+        """Delete relations by id; returns how many were deleted."""

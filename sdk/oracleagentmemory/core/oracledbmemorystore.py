@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import threading
 import warnings
 from typing import Any
 
@@ -11,7 +10,21 @@ from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
 from oracleagentmemory.apis.embedders import IEmbedder
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, PendingRecordBatch
 from oracleagentmemory.apis.records import PROFILE_TYPES, RECORD_TYPES, MessageRecord, Record
+from oracleagentmemory.apis.relations import LIFECYCLE_RELATION_TYPES, RecordRelation
+from oracleagentmemory.core._graph import expand_results
 from oracleagentmemory.core._metadata_filter import parse_metadata_filter
+from oracleagentmemory.core._relations import (
+    plan_add_relations,
+    plan_update_relations,
+    relation_from_row,
+    resolve_change_labels,
+)
+from oracleagentmemory.core._search import (
+    SearchArguments,
+    base_plan,
+    check_search_arguments,
+    fuse_ranked_lists,
+)
 from oracleagentmemory.core._records import record_from_row
 from oracleagentmemory.core._schema import MemoryStoreSchemaError, SchemaRequest, open_schema
 from oracleagentmemory.core._updateplan import plan_update
@@ -22,6 +35,7 @@ from oracleagentmemory.core._validation import (
     check_seq_no,
 )
 from oracleagentmemory.core._writeplan import Chunker, WriteSettings, check_record_type, plan_add
+from oracleagentmemory.core.chunking import DEFAULT_CHUNKER
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy, parse_schema_policy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy, parse_enum
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
@@ -30,9 +44,12 @@ from oracleagentmemory.engines import make_engine
 from oracleagentmemory.engines.base import (
     UNSET,
     DuplicateRecordError,
+    DuplicateRelationError,
     MessageQuery,
     RecordQuery,
+    RelationQuery,
     RowPlan,
+    SearchPlan,
 )
 from oracleagentmemory.engines.identifiers import (
     store_names,
@@ -69,6 +86,8 @@ class OracleDBMemoryStore(OracleMemoryStore):
         memory_retention_config: MemoryRetentionConfig | _NotSetMarker = NOT_SET_MARKER,
         memory_store_id: str | _NotSetMarker = NOT_SET_MARKER,
         schema_owner: str | _NotSetMarker = NOT_SET_MARKER,
+        *,
+        chunker: Chunker | None = DEFAULT_CHUNKER,
     ) -> None:
         if embedder is not None and not isinstance(embedder, IEmbedder):
             raise TypeError(f"embedder must be an IEmbedder or None, got {type(embedder).__name__}")
@@ -125,7 +144,9 @@ class OracleDBMemoryStore(OracleMemoryStore):
 
         self._embedder = embedder
         self._policy = policy
-        self._chunker: Chunker | None = None
+        if chunker is not None and not callable(chunker):
+            raise TypeError("chunker must be a TextChunker, a callable or None")
+        self._chunker: Chunker | None = chunker
         self._engine = make_engine(pool)
         self._names = store_names(memory_store_id=store_id, table_name_prefix=prefix,
                                   schema_owner=owner, fold=self._engine.fold)
@@ -157,7 +178,14 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 f"the store holds {registry.vector_dim}-dimensional vectors"
             )
         self._registry = registry
-        self._lock = threading.Lock()
+        self._strategy = strategy or SearchStrategy(registry.search_mode)
+        if strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID) and registry.vector_dim is None:
+            self._engine.close()
+            raise MemoryStoreSchemaError(
+                f"SearchStrategy.{strategy.name} needs local vector storage, which this store "
+                "does not have; pass vector_dim or an embedder when creating it (or use "
+                "SchemaPolicy.CREATE_IF_NECESSARY with vector_dim to add it)"
+            )
 
     # --- properties -----------------------------------------------------------------------
     @property
@@ -167,8 +195,8 @@ class OracleDBMemoryStore(OracleMemoryStore):
 
     @property
     def search_strategy(self) -> SearchStrategy:
-        """Search backend recorded for the store."""
-        return SearchStrategy(self._registry.search_mode)
+        """Search backend of this store object (requested, or detected from the schema)."""
+        return self._strategy
 
     @property
     def memory_retention_config(self) -> MemoryRetentionConfig:
@@ -392,6 +420,213 @@ class OracleDBMemoryStore(OracleMemoryStore):
             rows = session.select_thread_messages(self._names, query)
         records = [record_from_row(r) for r in rows]
         return [r for r in records if isinstance(r, MessageRecord)]
+
+    # --- search ---------------------------------------------------------------------------
+    def search(self, query: str | None, k: int, query_vector: Any = None,
+               thread_id: str | None = None, user_id: str | None = None,
+               agent_id: str | None = None, exact_user_match: bool = False,
+               exact_agent_match: bool = False, exact_thread_match: bool = False,
+               record_types: Any = None, metadata_filter: Any = None, num_hops: int = 0,
+               max_linked_results: int = 100,
+               include_invalid_results: bool = True) -> builtins.list[tuple[Record, float]]:
+        """Rank visible records by the store's search strategy; ``(record, distance)`` ascending.
+
+        A query longer than the chunk size is searched chunk by chunk and the rankings are merged
+        by reciprocal-rank fusion (the distance then derives from the fused score). Direct memory
+        results gain ``linked_results`` when ``num_hops`` > 0.
+
+        Raises:
+            ValueError: an argument breaks its rule, or the query cannot be embedded.
+            TimeoutError: graph expansion ran longer than its bound.
+        """
+        strategy = self._strategy
+        arguments = check_search_arguments(
+            strategy, self._registry.vector_dim, query=query, k=k, query_vector=query_vector,
+            thread_id=thread_id, user_id=user_id, agent_id=agent_id,
+            exact_user_match=exact_user_match, exact_agent_match=exact_agent_match,
+            exact_thread_match=exact_thread_match, record_types=record_types,
+            metadata_filter=metadata_filter, include_invalid_results=include_invalid_results,
+            num_hops=num_hops, max_linked_results=max_linked_results,
+        )
+        plans = self._search_plans(strategy, arguments)
+        with self._engine.session() as session:
+            rankings = [session.search(self._names, plan) for plan in plans]
+            hits = fuse_ranked_lists(rankings, arguments.k)
+            rows = session.select_records_by_keys(
+                self._names, [(h.record_type, h.record_id) for h in hits])
+            results: builtins.list[tuple[Record, float]] = []
+            for hit in hits:
+                row = rows.get((hit.record_type, hit.record_id))
+                if row is not None:
+                    results.append((record_from_row(row), hit.distance))
+            expand_results(session, self._names, [r for r, _ in results], plans[0],
+                           arguments.num_hops, arguments.max_linked_results)
+        return results
+
+    def _search_plans(self, strategy: SearchStrategy,
+                      arguments: SearchArguments) -> builtins.list[SearchPlan]:
+        """One engine plan per query chunk (one plan for a query vector or a short query)."""
+        needs_vectors = strategy is not SearchStrategy.KEYWORD
+        if needs_vectors and self._registry.vector_dim is None:
+            raise ValueError(
+                f"{strategy.value} search needs local vector storage, which this store does not "
+                "have; use SearchStrategy.KEYWORD or create the store with vector_dim"
+            )
+        if arguments.query_vector is not None:
+            plan = base_plan(arguments, "vector")
+            plan.vector = arguments.query_vector
+            return [plan]
+        assert arguments.query is not None
+        texts = (self._chunker(arguments.query) if self._chunker else []) or [arguments.query]
+        vectors: builtins.list[Any] = [None] * len(texts)
+        if needs_vectors:
+            if self._embedder is None:
+                raise ValueError(
+                    f"{strategy.value} search needs an embedder to embed query; pass "
+                    "query_vector or open the store with an embedder"
+                )
+            vectors = list(self._embedder.embed(texts))
+        plans = []
+        for text, vector in zip(texts, vectors, strict=True):
+            plan = base_plan(arguments, strategy.value)
+            plan.text = text
+            plan.vector = vector
+            plans.append(plan)
+        return plans
+
+    # --- relations ------------------------------------------------------------------------
+    def add_relations(self, source_record_ids: Any, source_record_types: Any,
+                      target_record_ids: Any, target_record_types: Any, relation_types: Any,
+                      opposite_relation_types: Any = NOT_SET_MARKER,
+                      relation_ids: Any = NOT_SET_MARKER, timestamps: Any = NOT_SET_MARKER,
+                      metadata: Any = NOT_SET_MARKER) -> builtins.list[str]:
+        """Store directed relations between memories atomically; returns their ids in order."""
+        rows = plan_add_relations(source_record_ids, source_record_types, target_record_ids,
+                                  target_record_types, relation_types, opposite_relation_types,
+                                  relation_ids, timestamps, metadata)
+        endpoint_ids = sorted({r.source_id for r in rows} | {r.target_id for r in rows})
+        with self._engine.session() as session:
+            stored = session.memory_types(self._names, endpoint_ids)
+            for n, row in enumerate(rows):
+                for side, record_id, record_type in (("source", row.source_id, row.source_type),
+                                                     ("target", row.target_id, row.target_type)):
+                    if stored.get(record_id) != record_type:
+                        raise ValueError(
+                            f"{side}_record_ids[{n}]: no {record_type} record {record_id!r} "
+                            "exists in this store"
+                        )
+            try:
+                session.insert_relations(self._names, rows)
+            except DuplicateRelationError as exc:
+                raise ValueError(
+                    "source_record_ids: a relation between these records already exists "
+                    f"(only one orientation per endpoint pair is stored): {exc.detail}"
+                ) from None
+            session.recompute_status(self._names, [
+                r.target_id for r in rows if r.relation_type in LIFECYCLE_RELATION_TYPES])
+        return [r.id for r in rows]
+
+    def get_relation(self, source_record_id: Any = NOT_SET_MARKER,
+                     source_record_type: Any = NOT_SET_MARKER,
+                     target_record_id: Any = NOT_SET_MARKER,
+                     target_record_type: Any = NOT_SET_MARKER,
+                     relation_type: Any = NOT_SET_MARKER,
+                     relation_id: Any = NOT_SET_MARKER) -> RecordRelation | None:
+        """The relation named by ``relation_id`` alone or by the complete endpoint tuple."""
+        endpoint = {
+            "source_record_id": source_record_id, "source_record_type": source_record_type,
+            "target_record_id": target_record_id, "target_record_type": target_record_type,
+            "relation_type": relation_type,
+        }
+        given = [name for name, value in endpoint.items() if value is not NOT_SET_MARKER]
+        if relation_id is not NOT_SET_MARKER:
+            if given:
+                raise ValueError(
+                    "get_relation takes relation_id alone or the complete endpoint tuple, not "
+                    f"both (also got {', '.join(given)})"
+                )
+            query = RelationQuery(relation_id=check_required_id(relation_id, "relation_id"))
+        else:
+            missing = [name for name in endpoint if name not in given]
+            if missing:
+                raise ValueError(
+                    "get_relation needs relation_id or the complete endpoint tuple; missing "
+                    + ", ".join(missing)
+                )
+            query = RelationQuery(
+                source_id=check_required_id(source_record_id, "source_record_id"),
+                source_type=check_required_id(source_record_type, "source_record_type"),
+                target_id=check_required_id(target_record_id, "target_record_id"),
+                target_type=check_required_id(target_record_type, "target_record_type"),
+                relation_type=check_required_id(relation_type, "relation_type"),
+            )
+        query.limit = 1
+        with self._engine.session() as session:
+            rows = session.select_relations(self._names, query)
+        return relation_from_row(rows[0]) if rows else None
+
+    def list_relations(self, relation_type: Any = NOT_SET_MARKER,
+                       source_record_id: Any = NOT_SET_MARKER,
+                       source_record_type: Any = NOT_SET_MARKER,
+                       target_record_id: Any = NOT_SET_MARKER,
+                       target_record_type: Any = NOT_SET_MARKER, limit: Any = NOT_SET_MARKER,
+                       metadata_filter: Any = NOT_SET_MARKER,
+                       relation_id: Any = NOT_SET_MARKER) -> builtins.list[RecordRelation]:
+        """Relations in creation order (the most recent ``limit``, default MAX_LIST_LIMIT)."""
+        query = RelationQuery(
+            limit=MAX_LIST_LIMIT if limit is NOT_SET_MARKER else check_limit(limit, "limit"))
+        for argument, attribute, value in (
+            ("relation_type", "relation_type", relation_type),
+            ("source_record_id", "source_id", source_record_id),
+            ("source_record_type", "source_type", source_record_type),
+            ("target_record_id", "target_id", target_record_id),
+            ("target_record_type", "target_type", target_record_type),
+            ("relation_id", "relation_id", relation_id),
+        ):
+            if value is not NOT_SET_MARKER:
+                setattr(query, attribute, check_required_id(value, argument))
+        if metadata_filter is None:
+            query.metadata_filter = None
+        elif metadata_filter is not NOT_SET_MARKER:
+            query.metadata_filter = parse_metadata_filter(metadata_filter)
+        with self._engine.session() as session:
+            rows = session.select_relations(self._names, query)
+        return [relation_from_row(r) for r in rows]
+
+    def update_relations(self, relation_ids: Any, relation_types: Any = NOT_SET_MARKER,
+                         opposite_relation_types: Any = NOT_SET_MARKER,
+                         timestamps: Any = NOT_SET_MARKER,
+                         metadata: Any = NOT_SET_MARKER) -> builtins.list[str]:
+        """Replace mutable relation fields atomically; returns the ids that were updated."""
+        changes = plan_update_relations(relation_ids, relation_types, opposite_relation_types,
+                                        timestamps, metadata)
+        updated: builtins.list[str] = []
+        retyped_targets: builtins.list[str] = []
+        with self._engine.session() as session:
+            for n, change in enumerate(changes):
+                stored = session.select_relations(
+                    self._names, RelationQuery(relation_id=change.relation_id, limit=1))
+                if not stored:
+                    continue
+                resolve_change_labels(change, stored[0]["relation_type"], n)
+                session.update_relation(self._names, change)
+                updated.append(change.relation_id)
+                if change.relation_type is not UNSET:
+                    retyped_targets.append(stored[0]["target_id"])
+            session.recompute_status(self._names, retyped_targets)
+        return updated
+
+    def delete_relations(self, relation_ids: Any) -> int:
+        """Delete relations by id; lifecycle status is recomputed from the relations left."""
+        ids = [relation_ids] if isinstance(relation_ids, str) else relation_ids
+        if not isinstance(ids, (builtins.list, tuple)):
+            raise TypeError("relation_ids must be a str or a list of str")
+        checked = [check_required_id(v, f"relation_ids[{n}]") for n, v in enumerate(ids)]
+        with self._engine.session() as session:
+            deleted = session.delete_relations(self._names, checked)
+            session.recompute_status(self._names, [
+                target for target, kind in deleted if kind in LIFECYCLE_RELATION_TYPES])
+        return len(deleted)
 
     # --- lifetime -------------------------------------------------------------------------
     def close(self) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from oracleagentmemory.apis.memorystore import IMemoryStore, PendingRecordBatch
 from oracleagentmemory.apis.records import MessageRecord, Record
+from oracleagentmemory.apis.relations import RecordRelation
 
 
 class OracleMemoryStore(IMemoryStore):
@@ -56,3 +57,27 @@ class OracleMemoryStore(IMemoryStore):
     async def delete_thread_async(self, thread_id: str) -> int:
         """Asynchronous :meth:`delete_thread`."""
         return await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def search_async(self, *args: Any, **kwargs: Any) -> list[tuple[Record, float]]:
+        """Asynchronous :meth:`search`."""
+        return await asyncio.to_thread(self.search, *args, **kwargs)
+
+    async def add_relations_async(self, *args: Any, **kwargs: Any) -> list[str]:
+        """Asynchronous :meth:`add_relations`."""
+        return await asyncio.to_thread(self.add_relations, *args, **kwargs)
+
+    async def get_relation_async(self, *args: Any, **kwargs: Any) -> RecordRelation | None:
+        """Asynchronous :meth:`get_relation`."""
+        return await asyncio.to_thread(self.get_relation, *args, **kwargs)
+
+    async def list_relations_async(self, *args: Any, **kwargs: Any) -> list[RecordRelation]:
+        """Asynchronous :meth:`list_relations`."""
+        return await asyncio.to_thread(self.list_relations, *args, **kwargs)
+
+    async def update_relations_async(self, *args: Any, **kwargs: Any) -> list[str]:
+        """Asynchronous :meth:`update_relations`."""
+        return await asyncio.to_thread(self.update_relations, *args, **kwargs)
+
+    async def delete_relations_async(self, *args: Any, **kwargs: Any) -> int:
+        """Asynchronous :meth:`delete_relations`."""
+        return await asyncio.to_thread(self.delete_relations, *args, **kwargs)

@@ -293,6 +293,51 @@ class EngineSession(ABC):
     def purge_expired(self, names: StoreNames) -> int:
         """Physically delete expired rows; returns how many records were removed."""
 
+    # --- search -----------------------------------------------------------------------
+    @abstractmethod
+    def search(self, names: StoreNames, plan: SearchPlan) -> list[SearchHit]:
+        """Up to ``plan.k`` distinct visible records, best first."""
+
+    @abstractmethod
+    def select_records_by_keys(self, names: StoreNames, keys: Sequence[tuple[str, str]]
+                               ) -> dict[tuple[str, str], dict[str, Any]]:
+        """Visible rows of ``(record_type, record_id)`` keys."""
+
+    @abstractmethod
+    def select_linked_memories(self, names: StoreNames, ids: Sequence[str],
+                               plan: SearchPlan) -> list[dict[str, Any]]:
+        """Memories among ``ids`` that pass the plan's scope, type, expiry and metadata filters."""
+
+    # --- relations --------------------------------------------------------------------
+    @abstractmethod
+    def memory_types(self, names: StoreNames, ids: Sequence[str]) -> dict[str, str]:
+        """Stored record type of each existing memory among ``ids``."""
+
+    @abstractmethod
+    def insert_relations(self, names: StoreNames, rows: Sequence[RelationRow]) -> None:
+        """Insert relations; raise :class:`DuplicateRelationError` for a related pair."""
+
+    @abstractmethod
+    def select_relations(self, names: StoreNames, query: RelationQuery) -> list[dict[str, Any]]:
+        """Matching relations in creation order."""
+
+    @abstractmethod
+    def update_relation(self, names: StoreNames, change: RelationChange) -> bool:
+        """Apply one relation change; returns whether the relation exists."""
+
+    @abstractmethod
+    def delete_relations(self, names: StoreNames, relation_ids: Sequence[str]
+                         ) -> list[tuple[str, str]]:
+        """Delete relations; returns ``(target_id, relation_type)`` of the deleted ones."""
+
+    @abstractmethod
+    def recompute_status(self, names: StoreNames, memory_ids: Sequence[str]) -> None:
+        """INVALID while a lifecycle relation targets a memory, VALID otherwise."""
+
+    @abstractmethod
+    def links_touching(self, names: StoreNames, node_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Relations with an endpoint among ``node_ids``."""
+
 
 class Engine(ABC):
     """A database engine behind a connection, a pool or a URL."""

@@ -91,14 +91,8 @@ def select_relations(conn: psycopg.Connection[Any], names: StoreNames,
 
 
 def update_relation(conn: psycopg.Connection[Any], names: StoreNames,
-                    change: RelationChange) -> dict[str, Any] | None:
-    """Apply ``change``; returns the relation's endpoints before the change, or ``None``."""
-    before = conn.execute(
-        sql.SQL("SELECT target_id, relation_type FROM {} WHERE id = %s FOR UPDATE").format(
-            q.table(names, "memory_link")), [change.relation_id],
-    ).fetchone()
-    if before is None:
-        return None
+                    change: RelationChange) -> bool:
+    """Apply ``change``; returns whether the relation exists."""
     sets: list[sql.Composable] = [sql.SQL("updated_at = now()")]
     params: list[Any] = []
     for attribute, column in (("relation_type", "relation_type"),
@@ -111,33 +105,37 @@ def update_relation(conn: psycopg.Connection[Any], names: StoreNames,
     if change.metadata is not UNSET:
         sets.append(sql.SQL("metadata = %s"))
         params.append(None if change.metadata is None else Jsonb(change.metadata))
-    conn.execute(
+    cur = conn.execute(
         sql.SQL("UPDATE {} SET {} WHERE id = %s").format(
             q.table(names, "memory_link"), sql.SQL(", ").join(sets)),
         params + [change.relation_id],
     )
-    return {"target_id": before[0], "relation_type": before[1]}
+    return cur.rowcount > 0
 
 
 def delete_relations(conn: psycopg.Connection[Any], names: StoreNames,
-                     relation_ids: Sequence[str]) -> list[str]:
-    """Delete relations; returns the target ids of the deleted ones."""
+                     relation_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """Delete relations; returns ``(target_id, relation_type)`` of each deleted one."""
     rows = conn.execute(
-        sql.SQL("DELETE FROM {} WHERE id = ANY(%s) RETURNING target_id").format(
-            q.table(names, "memory_link")), [list(relation_ids)],
+        sql.SQL("DELETE FROM {} WHERE id = ANY(%s) RETURNING target_id, relation_type").format(
+            q.table(names, "memory_link")), [list(dict.fromkeys(relation_ids))],
     ).fetchall()
-    return [r[0] for r in rows]
+    return [(r[0], r[1]) for r in rows]
 
 
-def lifecycle_targets_of(conn: psycopg.Connection[Any], names: StoreNames,
-                         memory_ids: Sequence[str]) -> list[str]:
-    """Targets of lifecycle links touching ``memory_ids`` (whose status a delete may change)."""
+def lifecycle_targets_from(conn: psycopg.Connection[Any], names: StoreNames,
+                           memory_where: sql.Composable, params: Sequence[Any]) -> list[str]:
+    """Targets of lifecycle links whose source memory matches ``memory_where``.
+
+    Deleting those sources deletes the links (foreign keys cascade), so the targets' status
+    must be recomputed afterwards.
+    """
     rows = conn.execute(
         sql.SQL(
-            "SELECT DISTINCT target_id FROM {} WHERE relation_type = ANY(%s) AND "
-            "(source_id = ANY(%s) OR target_id = ANY(%s))"
-        ).format(q.table(names, "memory_link")),
-        [LIFECYCLE_TYPES, list(memory_ids), list(memory_ids)],
+            "SELECT DISTINCT target_id FROM {} WHERE relation_type = ANY(%s) AND source_id IN "
+            "(SELECT id FROM {} WHERE {})"
+        ).format(q.table(names, "memory_link"), q.table(names, "memory"), memory_where),
+        [LIFECYCLE_TYPES, *params],
     ).fetchall()
     return [r[0] for r in rows]
 

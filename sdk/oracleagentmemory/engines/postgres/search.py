@@ -77,7 +77,7 @@ def _candidates(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPl
     return [(r[0], r[1], float(r[2])) for r in conn.execute(statement, params).fetchall()]
 
 
-def _limited(arms: list[sql.Composable], budget: int, params: list[Any]) -> sql.Composable:
+def _limited(arms: list[sql.Composable], budget: int, params: list[Any]) -> sql.Composed:
     params.append(budget)
     return sql.SQL("SELECT record_type, record_id, d FROM ({}) u ORDER BY d LIMIT %s").format(
         sql.SQL(" UNION ALL ").join(arms))
@@ -168,7 +168,7 @@ def _keyword_arms(names: StoreNames, plan: SearchPlan, budget: int,
 
 
 def _hybrid(names: StoreNames, plan: SearchPlan, budget: int, exact: bool,
-            params: list[Any]) -> sql.Composable:
+            params: list[Any]) -> sql.Composed:
     """Vector and keyword candidates fused by reciprocal-rank fusion in one statement.
 
     Each side ranks records (best chunk per record) from 1; a record scores

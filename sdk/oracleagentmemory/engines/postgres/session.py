@@ -21,13 +21,18 @@ from oracleagentmemory.engines.base import (
     MessageQuery,
     RecordQuery,
     RegistryRow,
+    RelationChange,
+    RelationQuery,
+    RelationRow,
     RowPlan,
     SchemaOptions,
     SchemaState,
+    SearchHit,
+    SearchPlan,
     UpdatePlan,
 )
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
-from oracleagentmemory.engines.postgres import ddl
+from oracleagentmemory.engines.postgres import ddl, relations, search
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.filters import render_filter
 
@@ -288,7 +293,7 @@ class PostgresSession(EngineSession):
         )
         with self.conn.cursor() as cur, cur.copy(statement) as copy:
             copy.set_types([t for _, t in columns])
-            for row in zip(*values):
+            for row in zip(*values, strict=True):
                 copy.write_row(row)
 
     def _insert_unnest(self, names: StoreNames, logical: str, columns: list[tuple[str, str]],
@@ -494,6 +499,9 @@ class PostgresSession(EngineSession):
                       params: list[Any]) -> list[str]:
         """Delete rows of ``logical`` and their retrieval rows; returns the deleted ids."""
         id_column = "actor_id" if logical == "actor_profile" else "id"
+        released: list[str] = []
+        if logical == "memory":
+            released = relations.lifecycle_targets_from(self.conn, names, where, params)
         rows = self.conn.execute(
             sql.SQL("DELETE FROM {} WHERE {} RETURNING {}").format(
                 q.table(names, logical), where, sql.Identifier(id_column)),
@@ -502,6 +510,7 @@ class PostgresSession(EngineSession):
         ids = [r[0] for r in rows]
         if logical == "memory":
             self._delete_chunks(names, MEMORY_TYPES, ids)
+            relations.recompute_status(self.conn, names, released)
         elif logical == "message":
             self._delete_chunks(names, ("message",), ids)
         return ids
@@ -541,6 +550,85 @@ class PostgresSession(EngineSession):
         return sum(
             len(self._delete_where(names, logical, expired, [])) for logical in EXPIRING_TABLES
         )
+
+    # --- search -------------------------------------------------------------------------
+    def search(self, names: StoreNames, plan: SearchPlan) -> list[SearchHit]:
+        return search.run_search(self.conn, names, plan)
+
+    def select_records_by_keys(self, names: StoreNames, keys: Sequence[tuple[str, str]]
+                               ) -> dict[tuple[str, str], dict[str, Any]]:
+        by_table: dict[str, set[str]] = defaultdict(set)
+        for record_type, record_id in keys:
+            by_table[_TABLE_OF_TYPE[record_type]].add(record_id)
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        for logical, ids in by_table.items():
+            id_column = "actor_id" if logical == "actor_profile" else "id"
+            where = sql.SQL("{} = ANY(%s)").format(sql.Identifier(id_column))
+            if logical in EXPIRING_TABLES:
+                where = where + sql.SQL(" AND (expires_at IS NULL OR expires_at > now())")
+            with self.conn.cursor(row_factory=dict_row) as cur:
+                rows = cur.execute(
+                    sql.SQL("SELECT {} FROM {} WHERE {}").format(
+                        sql.SQL(_SELECT[logical]), q.table(names, logical), where),
+                    [sorted(ids)],
+                ).fetchall()
+            for row in rows:
+                found[(row["record_type"], row["id"])] = row
+        return found
+
+    def select_linked_memories(self, names: StoreNames, ids: Sequence[str],
+                               plan: SearchPlan) -> list[dict[str, Any]]:
+        types = [t for t in plan.record_types if t in MEMORY_TYPES]
+        if not ids or not types:
+            return []
+        where: list[sql.Composable] = [
+            sql.SQL("id = ANY(%s)"), sql.SQL("record_type = ANY(%s)"),
+            sql.SQL("(expires_at IS NULL OR expires_at > now())"),
+        ]
+        params: list[Any] = [list(ids), types]
+        for column, value in plan.scope.items():
+            if value is UNSET:
+                continue
+            if value is None:
+                where.append(sql.SQL("{} IS NULL").format(sql.Identifier(column)))
+            else:
+                where.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
+                params.append(value)
+        if plan.metadata_filter is not None:
+            predicate, filter_params = render_filter(plan.metadata_filter,
+                                                     sql.Identifier("metadata"))
+            where.append(predicate)
+            params.extend(filter_params)
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(
+                sql.SQL("SELECT {} FROM {} WHERE {}").format(
+                    sql.SQL(_SELECT["memory"]), q.table(names, "memory"),
+                    sql.SQL(" AND ").join(where)),
+                params,
+            ).fetchall()
+
+    # --- relations ----------------------------------------------------------------------
+    def memory_types(self, names: StoreNames, ids: Sequence[str]) -> dict[str, str]:
+        return relations.memory_types(self.conn, names, ids)
+
+    def insert_relations(self, names: StoreNames, rows: Sequence[RelationRow]) -> None:
+        relations.insert_relations(self.conn, names, rows)
+
+    def select_relations(self, names: StoreNames, query: RelationQuery) -> list[dict[str, Any]]:
+        return relations.select_relations(self.conn, names, query)
+
+    def update_relation(self, names: StoreNames, change: RelationChange) -> bool:
+        return relations.update_relation(self.conn, names, change)
+
+    def delete_relations(self, names: StoreNames, relation_ids: Sequence[str]
+                         ) -> list[tuple[str, str]]:
+        return relations.delete_relations(self.conn, names, relation_ids)
+
+    def recompute_status(self, names: StoreNames, memory_ids: Sequence[str]) -> None:
+        relations.recompute_status(self.conn, names, memory_ids)
+
+    def links_touching(self, names: StoreNames, node_ids: Sequence[str]) -> list[dict[str, Any]]:
+        return relations.links_touching(self.conn, names, node_ids)
 
 
 def _duplicate_key(exc: errors.UniqueViolation) -> str | None:
@@ -617,8 +705,11 @@ def _chunk_columns(rows: Sequence[RowPlan], with_embeddings: bool
         ("chunk_no", "integer", lambda r, n, c: n),
         ("chunk_text", "text", lambda r, n, c: c.text),
         ("thread_id", "text", lambda r, n, c: r.thread_id),
-        ("user_id", "text", lambda r, n, c: r.user_id),
-        ("agent_id", "text", lambda r, n, c: r.agent_id),
+        # A profile's actor id is its scope on the matching dimension (spec: search scoping).
+        ("user_id", "text",
+         lambda r, n, c: r.record_id if r.record_type == "user_profile" else r.user_id),
+        ("agent_id", "text",
+         lambda r, n, c: r.record_id if r.record_type == "agent_profile" else r.agent_id),
     ]
     if with_embeddings:
         spec.append(("embedding", "vector", lambda r, n, c: c.vector))
