@@ -103,6 +103,7 @@ def _create_at_version(pg_url: str, store_id: str, version: int, vector_dim: int
             engine,
             names,
             SchemaPolicy.CREATE_IF_NECESSARY,
+            None,
             SchemaRequest(vector_dim=vector_dim, vector_dim_given=vector_dim is not None,
                           search_mode=None, search_index_sync="on_commit", retention=None,
                           latest_version=version),
@@ -279,10 +280,11 @@ def test_create_if_necessary_upgrades_a_store_created_at_an_earlier_version(
     _create_at_version(pg_url, store_id, 1, vector_dim=3)
     chunks = f"{store_id}_record_chunks"
     assert "search_tsv" not in _columns(pg_url, chunks)
-    old = make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.NO_CHECK)
-    assert old.schema_version == 1
-    old.add(["alpha beta"], record_type="memory", record_ids="m1",
-            embeddings=[[1.0, 0.0, 0.0]])
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f"INSERT INTO {store_id}_memory (id, record_type, content) "
+                     "VALUES ('m1', 'memory', 'alpha beta')")
+        conn.execute(f"INSERT INTO {chunks} (record_type, record_id, chunk_no, chunk_text, "
+                     "embedding) VALUES ('memory', 'm1', 0, 'alpha beta', '[1,0,0]')")
 
     upgraded = make_store(memory_store_id=store_id,
                           schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
@@ -388,11 +390,12 @@ def test_recreate_creates_a_store_that_did_not_exist(make_store: StoreFactory, p
 
 
 # --- NO_CHECK -----------------------------------------------------------------------------
-def test_no_check_skips_validation_and_creates_nothing(
+def test_no_check_outside_an_end_user_context_is_refused_and_creates_nothing(
     make_store: StoreFactory, pg_url: str
 ) -> None:
     store_id = new_store_id()
-    make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.NO_CHECK)
+    with pytest.raises(RuntimeError, match="OracleMemoryEndUserSecurityContext"):
+        make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.NO_CHECK)
     assert _tables(pg_url, store_id) == set()
     assert _registry(pg_url, store_id) is None
 
@@ -402,7 +405,8 @@ def test_no_check_does_not_repair_an_incomplete_store(
 ) -> None:
     store_id = make_store()._names.store_key
     _drop_table(pg_url, store_id, "document")
-    make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.NO_CHECK)
+    with pytest.raises(RuntimeError):
+        make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.NO_CHECK)
     assert "document" not in _tables(pg_url, store_id)
 
 
@@ -426,13 +430,20 @@ def test_a_schema_version_newer_than_the_sdk_fails_clearly(
 
 
 # --- policy values --------------------------------------------------------------------------
-@pytest.mark.parametrize("policy", [p.value for p in SchemaPolicy])
+@pytest.mark.parametrize(
+    "policy", [p.value for p in SchemaPolicy if p is not SchemaPolicy.NO_CHECK])
 def test_plain_string_policies_are_accepted(make_store: StoreFactory, policy: str) -> None:
     created = make_store()
     created.add(["before"], record_type="memory", record_ids="m1")
     store = make_store(memory_store_id=created._names.store_key, schema_policy=policy)
     kept = store.get("memory", "m1") is not None
     assert kept is (policy != "recreate")
+
+
+def test_plain_string_no_check_is_parsed_as_no_check(make_store: StoreFactory) -> None:
+    created = make_store()
+    with pytest.raises(RuntimeError, match="NO_CHECK"):
+        make_store(memory_store_id=created._names.store_key, schema_policy="no_check")
 
 
 def test_plain_string_create_if_necessary_creates_the_store(

@@ -65,8 +65,21 @@ def plan_add_relations(source_record_ids: object, source_record_types: object,
                        relation_types: object, opposite_relation_types: object,
                        relation_ids: object, timestamps: object,
                        metadata: object) -> list[RelationRow]:
-    """Validate ``add_relations`` arguments; scalars broadcast over the source batch."""
-    count = _count(source_record_ids, "source_record_ids")
+    """Validate ``add_relations`` arguments; scalars broadcast over the batch.
+
+    The batch has as many relations as the list arguments have entries (they must agree);
+    when every argument is a scalar, it holds one relation.
+    """
+    count = 1
+    for argument, value in (
+        ("source_record_ids", source_record_ids), ("source_record_types", source_record_types),
+        ("target_record_ids", target_record_ids), ("target_record_types", target_record_types),
+        ("relation_types", relation_types), ("opposite_relation_types", opposite_relation_types),
+        ("relation_ids", relation_ids), ("timestamps", timestamps), ("metadata", metadata),
+    ):
+        if isinstance(value, (list, tuple)):
+            count = _count(value, argument)
+            break
     sources = broadcast(source_record_ids, count, "source_record_ids")
     source_types = broadcast(source_record_types, count, "source_record_types")
     targets = broadcast(target_record_ids, count, "target_record_ids")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.engines.base import Engine, EngineSession, RegistryRow, SchemaOptions, SchemaState
@@ -31,10 +32,13 @@ class SchemaRequest:
     latest_version: int
 
 
-def open_schema(engine: Engine, names: StoreNames, policy: SchemaPolicy,
+def open_schema(engine: Engine, names: StoreNames, policy: SchemaPolicy, security: Any,
                 request: SchemaRequest) -> RegistryRow:
-    """Apply ``policy`` and return the store's effective managed metadata."""
-    with engine.session() as session:
+    """Apply ``policy`` and return the store's effective managed metadata.
+
+    ``security`` is the active end-user context (NO_CHECK runtime stores only).
+    """
+    with engine.session(security=security) as session:
         if policy is SchemaPolicy.NO_CHECK:
             return _unchecked(session, names, request)
         if policy is not SchemaPolicy.REQUIRE_EXISTING:
@@ -91,9 +95,12 @@ def _options(request: SchemaRequest, registry: RegistryRow | None) -> SchemaOpti
             f"vector_dim={vector_dim} exceeds {MAX_INDEXED_VECTOR_DIM}, the largest dimension "
             "the vector index supports"
         )
+    search_mode = request.search_mode or (registry.search_mode if registry else "vector")
+    if registry is not None and registry.search_mode == "hybrid" and search_mode == "keyword":
+        search_mode = "hybrid"  # a keyword client uses the hybrid schema's text branch as is
     return SchemaOptions(
         vector_dim=vector_dim,
-        search_mode=request.search_mode or (registry.search_mode if registry else "vector"),
+        search_mode=search_mode,
         search_index_sync=request.search_index_sync,
         default_ttl_days=default,
         max_ttl_days=maximum,

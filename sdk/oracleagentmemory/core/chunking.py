@@ -6,6 +6,9 @@ import re
 from dataclasses import dataclass
 
 _TOKEN = re.compile(r"\S+")
+_SPACE = re.compile(r"\s")
+_NON_SPACE = re.compile(r"\S")
+_LAST_SPACE = re.compile(r".*\s", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -13,8 +16,16 @@ class TextChunker:
     """Splits text into chunks of at most ``size`` units with ``overlap`` units shared.
 
     ``unit`` is ``"chars"`` (characters; cuts fall on whitespace when possible) or ``"tokens"``
-    (whitespace-separated words). Text no longer than ``size`` is one chunk. Caller-owned chunk
-    lists are never passed through a chunker.
+    (whitespace-separated words). Text no longer than ``size`` is one chunk, kept as given.
+    Caller-owned chunk lists are never passed through a chunker.
+
+    With ``"chars"``, each chunk is the longest run of whole words that fits in ``size``
+    characters, with surrounding whitespace trimmed; any whitespace (spaces, tabs, newlines) is a
+    word break. The next chunk starts at the first word start within the last ``overlap``
+    characters, so the shared text is at most ``overlap`` characters and never begins inside a
+    word. Only a word longer than ``size`` is split (into ``size``-character pieces that share
+    ``overlap`` characters). With ``"tokens"``, chunks hold ``size`` tokens joined by single
+    spaces and consecutive chunks share exactly ``overlap`` tokens.
     """
 
     size: int = 2000
@@ -44,30 +55,46 @@ class TextChunker:
         if len(tokens) <= self.size:
             return [text]
         step = self.size - self.overlap
-        return [" ".join(tokens[i : i + self.size]) for i in range(0, len(tokens) - self.overlap, step)]
+        starts = range(0, len(tokens) - self.overlap, step)
+        return [" ".join(tokens[i : i + self.size]) for i in starts]
 
     def _by_chars(self, text: str) -> list[str]:
         if len(text) <= self.size:
             return [text]
         chunks: list[str] = []
-        start = 0
-        while start < len(text):
+        covered = 0  # end of the text the chunks so far hold
+        start = _skip_space(text, 0)
+        while start < len(text):  # ``start`` is always at a non-space character
             end = min(start + self.size, len(text))
+            cut_on_space = False
             if end < len(text):
-                cut = text.rfind(" ", start + self.overlap + 1, end)
-                if cut > start:
-                    end = cut
-            piece = text[start:end].strip()
-            if piece:
+                # The last whitespace in (start, end]: the longest chunk that ends between words.
+                last = _LAST_SPACE.match(text, start + 1, end + 1)
+                if last is not None:
+                    end = last.end() - 1
+                    cut_on_space = True
+            piece = text[start:end].rstrip()
+            if start + len(piece) > covered:  # skip a piece the previous chunk already holds
                 chunks.append(piece)
+                covered = start + len(piece)
             if end >= len(text):
                 break
             next_start = max(end - self.overlap, start + 1)
             if not text[next_start - 1].isspace():
-                space = text.find(" ", next_start, end)
-                next_start = space + 1 if space != -1 else next_start
-            start = next_start
+                # Start the overlap at a word start; without one, start after the cut.
+                space = _SPACE.search(text, next_start, end)
+                if space is not None:
+                    next_start = space.start() + 1
+                elif cut_on_space:
+                    next_start = end
+            start = _skip_space(text, next_start)
         return chunks
+
+
+def _skip_space(text: str, at: int) -> int:
+    """The first non-whitespace position at or after ``at`` (``len(text)`` if none)."""
+    found = _NON_SPACE.search(text, at)
+    return found.start() if found is not None else len(text)
 
 
 DEFAULT_CHUNKER = TextChunker()

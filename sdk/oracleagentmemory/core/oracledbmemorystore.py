@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+from contextlib import AbstractContextManager
 import warnings
 from typing import Any
 
@@ -37,6 +38,7 @@ from oracleagentmemory.core._validation import (
 from oracleagentmemory.core._writeplan import Chunker, WriteSettings, check_record_type, plan_add
 from oracleagentmemory.core.chunking import DEFAULT_CHUNKER
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy, parse_schema_policy
+from oracleagentmemory.core.deepsec.context import EndUserContextError, active_security_context
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy, parse_enum
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
@@ -45,6 +47,7 @@ from oracleagentmemory.engines.base import (
     UNSET,
     DuplicateRecordError,
     DuplicateRelationError,
+    EngineSession,
     MessageQuery,
     RecordQuery,
     RelationQuery,
@@ -142,6 +145,17 @@ class OracleDBMemoryStore(OracleMemoryStore):
         else:
             raise TypeError("memory_retention_config must be a MemoryRetentionConfig")
 
+        context = active_security_context()
+        if policy is SchemaPolicy.NO_CHECK and context is None:
+            raise EndUserContextError(
+                "SchemaPolicy.NO_CHECK opens a Deep Data Security runtime store: open it inside "
+                "an active OracleMemoryEndUserSecurityContext"
+            )
+        if policy is not SchemaPolicy.NO_CHECK and context is not None:
+            raise EndUserContextError(
+                f"SchemaPolicy.{policy.name} cannot run inside an end-user security context; "
+                "create, validate or upgrade the store as the admin identity"
+            )
         self._embedder = embedder
         self._policy = policy
         if chunker is not None and not callable(chunker):
@@ -157,6 +171,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 self._engine,
                 self._names,
                 policy,
+                context,
                 SchemaRequest(
                     vector_dim=requested_dim,
                     vector_dim_given=dim_given,
@@ -208,6 +223,35 @@ class OracleDBMemoryStore(OracleMemoryStore):
         """Managed schema version of the store."""
         return self._registry.schema_version
 
+    def _security(self) -> Any | None:
+        """The end-user context every operation must (NO_CHECK) or must not (others) run in."""
+        context = active_security_context()
+        if self._policy is SchemaPolicy.NO_CHECK:
+            if context is None:
+                raise EndUserContextError(
+                    "a SchemaPolicy.NO_CHECK store needs an active "
+                    "OracleMemoryEndUserSecurityContext for every operation"
+                )
+        elif context is not None:
+            raise EndUserContextError(
+                f"SchemaPolicy.{self._policy.name} stores refuse to run inside an end-user "
+                "security context; schema lifecycle and administrative work must run as the "
+                "admin identity"
+            )
+        return context
+
+    def _session(self) -> AbstractContextManager[EngineSession]:
+        return self._engine.session(security=self._security())
+
+    def _default_user_id(self) -> str | _NotSetMarker:
+        """In a NO_CHECK store, an omitted user id is the active end user's name."""
+        if self._policy is SchemaPolicy.NO_CHECK:
+            context = self._security()
+            username = getattr(context, "username", None)
+            if isinstance(username, str):
+                return username
+        return NOT_SET_MARKER
+
     def _settings(self) -> WriteSettings:
         return WriteSettings(
             vector_dim=self._registry.vector_dim,
@@ -215,6 +259,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
             chunker=self._chunker,
             default_ttl_days=self._registry.default_ttl_days,
             max_ttl_days=self._registry.max_ttl_days,
+            default_user_id=self._default_user_id(),
         )
 
     # --- writes ---------------------------------------------------------------------------
@@ -258,7 +303,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
 
     def _insert(self, plans: builtins.list[RowPlan], batch_size: int) -> None:
         try:
-            with self._engine.session() as session:
+            with self._session() as session:
                 session.insert_rows(self._names, plans, batch_size)
         except DuplicateRecordError as exc:
             raise ValueError(
@@ -277,6 +322,8 @@ class OracleDBMemoryStore(OracleMemoryStore):
 
     def _add_profile(self, record_type: str, argument: str, actor_id: Any, information: Any,
                      metadata: Any) -> str:
+        if actor_id is NOT_SET_MARKER and record_type == "user_profile":
+            actor_id = self._default_user_id()
         if actor_id is NOT_SET_MARKER:
             raise ValueError(f"{argument} is required")
         check_required_id(actor_id, argument)
@@ -309,7 +356,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
             ttl_anchor=ttl_anchor, status=status,
         )
         plan = pending.plan
-        with self._engine.session() as session:
+        with self._session() as session:
             if not session.record_exists(self._names, record_type, record_id):
                 return 0
             if pending.needs_stored_event_ts:
@@ -343,7 +390,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         record_type = check_record_type(record_type)
         check_required_id(record_id, "record_id")
         check_bool(cascade, "cascade")
-        with self._engine.session() as session:
+        with self._session() as session:
             deleted = session.delete_record(self._names, record_type, record_id)
             if cascade and record_type in PROFILE_TYPES:
                 column = "user_id" if record_type == "user_profile" else "agent_id"
@@ -353,12 +400,12 @@ class OracleDBMemoryStore(OracleMemoryStore):
     def delete_thread(self, thread_id: str) -> int:
         """Delete a thread with its messages, memories, summaries and retrieval rows."""
         check_required_id(thread_id, "thread_id")
-        with self._engine.session() as session:
+        with self._session() as session:
             return session.delete_thread(self._names, thread_id)
 
     def purge_expired(self) -> int:
         """Physically delete expired messages and memories; returns how many were removed."""
-        with self._engine.session() as session:
+        with self._session() as session:
             return session.purge_expired(self._names)
 
     # --- reads ----------------------------------------------------------------------------
@@ -369,7 +416,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         check_required_id(record_id, "record_id")
         if include_bytes is not NOT_SET_MARKER:
             check_bool(include_bytes, "include_bytes")
-        with self._engine.session() as session:
+        with self._session() as session:
             rows = session.select_records(
                 self._names, RecordQuery(record_type=record_type, record_id=record_id, limit=1))
         return record_from_row(rows[0]) if rows else None
@@ -399,7 +446,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
             query.metadata_filter = parse_metadata_filter(metadata_filter)
         if include_bytes is not NOT_SET_MARKER:
             check_bool(include_bytes, "include_bytes")
-        with self._engine.session() as session:
+        with self._session() as session:
             rows = session.select_records(self._names, query)
         return [record_from_row(r) for r in rows]
 
@@ -416,7 +463,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         )
         if include_bytes is not NOT_SET_MARKER:
             check_bool(include_bytes, "include_bytes")
-        with self._engine.session() as session:
+        with self._session() as session:
             rows = session.select_thread_messages(self._names, query)
         records = [record_from_row(r) for r in rows]
         return [r for r in records if isinstance(r, MessageRecord)]
@@ -449,7 +496,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
             num_hops=num_hops, max_linked_results=max_linked_results,
         )
         plans = self._search_plans(strategy, arguments)
-        with self._engine.session() as session:
+        with self._session() as session:
             rankings = [session.search(self._names, plan) for plan in plans]
             hits = fuse_ranked_lists(rankings, arguments.k)
             rows = session.select_records_by_keys(
@@ -505,7 +552,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
                                   target_record_types, relation_types, opposite_relation_types,
                                   relation_ids, timestamps, metadata)
         endpoint_ids = sorted({r.source_id for r in rows} | {r.target_id for r in rows})
-        with self._engine.session() as session:
+        with self._session() as session:
             stored = session.memory_types(self._names, endpoint_ids)
             for n, row in enumerate(rows):
                 for side, record_id, record_type in (("source", row.source_id, row.source_type),
@@ -518,6 +565,12 @@ class OracleDBMemoryStore(OracleMemoryStore):
             try:
                 session.insert_relations(self._names, rows)
             except DuplicateRelationError as exc:
+                if exc.relation_id is not None:
+                    position = [r.id for r in rows].index(exc.relation_id)
+                    raise ValueError(
+                        f"relation_ids[{position}]: a relation with id {exc.relation_id!r} "
+                        "already exists"
+                    ) from None
                 raise ValueError(
                     "source_record_ids: a relation between these records already exists "
                     f"(only one orientation per endpoint pair is stored): {exc.detail}"
@@ -561,7 +614,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 relation_type=check_required_id(relation_type, "relation_type"),
             )
         query.limit = 1
-        with self._engine.session() as session:
+        with self._session() as session:
             rows = session.select_relations(self._names, query)
         return relation_from_row(rows[0]) if rows else None
 
@@ -589,7 +642,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
             query.metadata_filter = None
         elif metadata_filter is not NOT_SET_MARKER:
             query.metadata_filter = parse_metadata_filter(metadata_filter)
-        with self._engine.session() as session:
+        with self._session() as session:
             rows = session.select_relations(self._names, query)
         return [relation_from_row(r) for r in rows]
 
@@ -602,7 +655,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
                                         timestamps, metadata)
         updated: builtins.list[str] = []
         retyped_targets: builtins.list[str] = []
-        with self._engine.session() as session:
+        with self._session() as session:
             for n, change in enumerate(changes):
                 stored = session.select_relations(
                     self._names, RelationQuery(relation_id=change.relation_id, limit=1))
@@ -622,7 +675,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         if not isinstance(ids, (builtins.list, tuple)):
             raise TypeError("relation_ids must be a str or a list of str")
         checked = [check_required_id(v, f"relation_ids[{n}]") for n, v in enumerate(ids)]
-        with self._engine.session() as session:
+        with self._session() as session:
             deleted = session.delete_relations(self._names, checked)
             session.recompute_status(self._names, [
                 target for target, kind in deleted if kind in LIFECYCLE_RELATION_TYPES])

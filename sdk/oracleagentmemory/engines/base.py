@@ -204,12 +204,20 @@ class RelationChange:
     metadata: Any = UNSET
 
 
-class DuplicateRelationError(Exception):
-    """A relation between the same two records already exists."""
+class SecurityContextError(RuntimeError):
+    """An end-user context could not be applied, verified or cleared on a connection."""
 
-    def __init__(self, detail: str) -> None:
+
+class DuplicateRelationError(Exception):
+    """A relation between the same two records, or with the same id, already exists.
+
+    ``relation_id`` is set when the clash is on the relation id rather than the endpoint pair.
+    """
+
+    def __init__(self, detail: str, relation_id: str | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.relation_id = relation_id
 
 
 class DuplicateRecordError(Exception):
@@ -346,8 +354,12 @@ class Engine(ABC):
     """Case folding of unquoted identifiers: ``'lower'`` or ``'upper'``."""
 
     @abstractmethod
-    def session(self) -> AbstractContextManager[EngineSession]:
-        """Acquire a connection and open a transaction; commit on success, roll back on error."""
+    def session(self, security: Any | None = None) -> AbstractContextManager[EngineSession]:
+        """Acquire a connection and open a transaction; commit on success, roll back on error.
+
+        With ``security`` (an end-user security context), apply it to the connection and verify
+        the database sees that end user before any work, and clear it (verified) afterwards.
+        """
 
     @abstractmethod
     def close(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Sequence
 
@@ -28,6 +29,9 @@ class HashingEmbedder(IEmbedder):
             raise ValueError(f"dimension must be an int of at least 8, got {dimension!r}")
         if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 2:
             raise ValueError(f"ngram must be an int of at least 2, got {ngram!r}")
+        if (isinstance(word_weight, bool) or not isinstance(word_weight, (int, float))
+                or not math.isfinite(word_weight) or word_weight < 0):
+            raise ValueError(f"word_weight must be a finite number >= 0, got {word_weight!r}")
         self._dimension = dimension
         self._ngram = ngram
         self._word_weight = float(word_weight)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,16 +39,17 @@ class OpenAICompatibleEmbedder(IEmbedder):
         send_dimensions: bool = False,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
-        if not model:
-            raise ValueError("model must be a non-empty str")
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"model must be a non-empty str, got {model!r}")
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
             raise ValueError(f"dimension must be a positive int, got {dimension!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                or not math.isfinite(timeout) or timeout <= 0):
+            raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
         self._url = base_url.rstrip("/") + "/embeddings"
         self._model = model
         self._dimension = dimension
@@ -67,6 +69,9 @@ class OpenAICompatibleEmbedder(IEmbedder):
             raise TypeError("texts must be a sequence of str, not a str")
         rows: list[npt.NDArray[np.float32]] = []
         items = list(texts)
+        for n, text in enumerate(items):
+            if not isinstance(text, str):
+                raise TypeError(f"texts[{n}] must be a str, got {type(text).__name__}")
         for start in range(0, len(items), self._batch_size):
             rows.append(self._embed_batch(items[start : start + self._batch_size]))
         if not rows:
@@ -93,11 +98,17 @@ class OpenAICompatibleEmbedder(IEmbedder):
             )
         try:
             data = sorted(response.json()["data"], key=lambda item: item["index"])
+            indexes = [item["index"] for item in data]
             vectors = np.asarray([item["embedding"] for item in data], dtype=np.float32)
         except (ValueError, KeyError, TypeError) as exc:
             raise EmbeddingServiceError(
                 "embedding service answered without a usable 'data' list of embeddings"
             ) from exc
+        if len(indexes) == len(texts) and indexes != list(range(len(texts))):
+            raise EmbeddingServiceError(
+                f"embedding service answered indexes {indexes}; expected each of "
+                f"0..{len(texts) - 1} once"
+            )
         if vectors.shape != (len(texts), self._dimension):
             raise EmbeddingServiceError(
                 f"embedding service returned shape {vectors.shape}; expected "

@@ -13,6 +13,10 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from oracleagentmemory.engines.base import Engine
+from oracleagentmemory.engines.postgres.context_sql import (
+    apply_security_context,
+    clear_security_context,
+)
 from oracleagentmemory.engines.postgres.session import PostgresSession
 
 DEFAULT_POOL_MAX_SIZE = 8
@@ -61,21 +65,33 @@ class PostgresEngine(Engine):
         return self._conn is not None
 
     @contextmanager
-    def session(self) -> Iterator[PostgresSession]:
+    def session(self, security: Any | None = None) -> Iterator[PostgresSession]:
         if self._pool is not None:
             with self._pool.connection() as conn:
-                yield from self._transaction(conn)
+                yield from self._transaction(conn, security)
         else:
             assert self._conn is not None
             with self._lock:
-                yield from self._transaction(self._conn)
+                yield from self._transaction(self._conn, security)
 
-    def _transaction(self, conn: psycopg.Connection[Any]) -> Iterator[PostgresSession]:
+    def _transaction(self, conn: psycopg.Connection[Any],
+                     security: Any | None) -> Iterator[PostgresSession]:
+        """One transaction; with ``security``, applied, verified, then cleared and verified.
+
+        The assertion lives in a transaction-local setting, so commit or rollback removes it;
+        afterwards the engine checks that it is gone and discards a connection where it is not.
+        """
         if conn.closed:
             raise RuntimeError("the database connection is closed")
         self.ensure_vector_adapters(conn)
-        with conn.transaction():
-            yield PostgresSession(conn, self)
+        try:
+            with conn.transaction():
+                if security is not None:
+                    apply_security_context(conn, security)
+                yield PostgresSession(conn, self)
+        finally:
+            if security is not None:
+                clear_security_context(conn)
 
     def ensure_vector_adapters(self, conn: psycopg.Connection[Any]) -> None:
         """Register pgvector's adapters on ``conn`` once, if the extension is installed."""

@@ -56,7 +56,12 @@ def insert_relations(conn: psycopg.Connection[Any], names: StoreNames,
                   None if r.metadata is None else Jsonb(r.metadata)) for r in rows],
             )
     except errors.UniqueViolation as exc:
-        raise DuplicateRelationError(exc.diag.message_detail or str(exc)) from exc
+        detail = exc.diag.message_detail or str(exc)
+        clashing_id = None
+        if (exc.diag.constraint_name or "").endswith("_pkey"):
+            clashing_id = next(
+                (r.id for r in rows if detail == f"Key (id)=({r.id}) already exists."), None)
+        raise DuplicateRelationError(detail, clashing_id) from exc
 
 
 def select_relations(conn: psycopg.Connection[Any], names: StoreNames,

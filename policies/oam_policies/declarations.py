@@ -1,0 +1,120 @@
+"""The two data roles shipped with the product: own rows, and read access to global memories."""
+
+from __future__ import annotations
+
+from oam_policies.model import (
+    AllOf,
+    Always,
+    DataRolePolicy,
+    EndUserIs,
+    Equals,
+    ExistsVisible,
+    IsNull,
+    TableGrant,
+)
+
+OWN = EndUserIs("user_id")
+
+_TIMES = ("event_ts",)
+_SCOPE = ("thread_id", "user_id", "agent_id")
+
+LINK_ENDPOINTS_VISIBLE = AllOf((
+    ExistsVisible("memory", key="id", column="source_id"),
+    ExistsVisible("memory", key="id", column="target_id"),
+))
+"""A link is readable when the user can read both endpoint memories."""
+
+LINK_ENDPOINTS_OWNED = AllOf((
+    ExistsVisible("memory", key="id", column="source_id", where=EndUserIs("user_id")),
+    ExistsVisible("memory", key="id", column="target_id", where=EndUserIs("user_id")),
+))
+"""A link is writable when both endpoint memories are the user's own."""
+
+OWN_USER_ROWS = DataRolePolicy(
+    name="own_user_rows",
+    description="Read and write the rows whose user_id is the end user, and their own profile.",
+    grants=(
+        TableGrant("registry", Always(), select=True),
+        TableGrant(
+            "thread", OWN,
+            insert_columns=("id", "user_id", "agent_id", "metadata", "runtime_config",
+                            "runtime_state", *_TIMES),
+            update_columns=("metadata", "runtime_config", "runtime_state", *_TIMES, "updated_at"),
+            delete=True,
+        ),
+        TableGrant(
+            "thread_summary", OWN,
+            insert_columns=("id", *_SCOPE, "content", "covered_through_seq_no", "metadata",
+                            *_TIMES, "expires_at", "status"),
+            update_columns=("content", "covered_through_seq_no", "metadata", *_TIMES,
+                            "expires_at", "status", "updated_at"),
+            delete=True,
+        ),
+        TableGrant(
+            "message", OWN,
+            insert_columns=("id", *_SCOPE, "role", "content", "content_parts", "seq_no",
+                            "metadata", *_TIMES, "expires_at", "status"),
+            update_columns=("content", "content_parts", "metadata", *_TIMES, "expires_at",
+                            "status", "updated_at"),
+            delete=True,
+        ),
+        TableGrant(
+            "document", OWN,
+            insert_columns=("id", *_SCOPE, "message_id", "mime_type", "description", "bytes",
+                            "metadata", *_TIMES, "expires_at", "status"),
+            update_columns=("description", "bytes", "metadata", *_TIMES, "expires_at", "status",
+                            "updated_at"),
+            delete=True,
+        ),
+        TableGrant(
+            "memory", OWN,
+            insert_columns=("id", "record_type", *_SCOPE, "content", "metadata", *_TIMES,
+                            "expires_at", "status"),
+            update_columns=("content", "metadata", *_TIMES, "expires_at", "status", "updated_at"),
+            delete=True,
+        ),
+        TableGrant(
+            "record_chunks", OWN,
+            insert_columns=("record_type", "record_id", "chunk_no", "chunk_text", *_SCOPE,
+                            "embedding"),
+            update_columns=("embedding",),
+            delete=True,
+        ),
+        TableGrant(
+            "actor_profile", AllOf((Equals("actor_type", "user"), EndUserIs("actor_id"))),
+            insert_columns=("actor_type", "actor_id", "content", "metadata", *_TIMES),
+            update_columns=("content", "metadata", *_TIMES, "updated_at"),
+            delete=True,
+        ),
+        TableGrant("memory_link", LINK_ENDPOINTS_VISIBLE, select=True),
+        TableGrant(
+            "memory_link", LINK_ENDPOINTS_OWNED, select=False,
+            insert_columns=("id", "source_id", "source_type", "target_id", "target_type",
+                            "relation_type", "opposite_relation_type", "metadata", *_TIMES),
+            update_columns=("relation_type", "opposite_relation_type", "metadata", *_TIMES,
+                            "updated_at"),
+            delete=True,
+        ),
+    ),
+)
+
+GLOBAL_MEMORIES = DataRolePolicy(
+    name="global_memories",
+    description="Read memories whose user_id is NULL, their chunks, and links between visible "
+    "memories.",
+    grants=(
+        TableGrant("registry", Always(), select=True),
+        TableGrant("memory", IsNull("user_id")),
+        TableGrant(
+            "record_chunks",
+            ExistsVisible("memory", key="id", column="record_id", where=IsNull("user_id")),
+        ),
+        TableGrant("memory_link", LINK_ENDPOINTS_VISIBLE),
+    ),
+)
+
+SHIPPED_POLICIES: dict[str, DataRolePolicy] = {
+    OWN_USER_ROWS.name: OWN_USER_ROWS,
+    GLOBAL_MEMORIES.name: GLOBAL_MEMORIES,
+}
+"""Every policy the product ships, by name."""

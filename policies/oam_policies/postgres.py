@@ -1,0 +1,172 @@
+"""Render data-role policies to PostgreSQL row-level security: policies and column privileges.
+
+Pure text rendering, no I/O. Identifiers arrive already quoted by the engine (the one place that
+quotes); role and column names are validated here against a strict pattern.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from oam_policies.model import (
+    AllOf,
+    Always,
+    AnyOf,
+    DataRolePolicy,
+    EndUserIs,
+    Equals,
+    ExistsVisible,
+    IsNull,
+    Predicate,
+    TableGrant,
+)
+
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
+
+END_USER_SQL = "(SELECT oam_sec.end_user())"
+
+
+def _name(value: str, what: str) -> str:
+    if not _NAME.fullmatch(value):
+        raise ValueError(f"invalid {what} {value!r}: use lower-case letters, digits, underscores")
+    return value
+
+
+@dataclass(frozen=True)
+class PostgresTarget:
+    """Where a policy is installed.
+
+    ``tables`` maps logical table names to quoted, schema-qualified names; ``bare_tables`` maps
+    them to the quoted unqualified name used to correlate subqueries; ``runtime_role`` is the
+    quoted database role of the runtime logins; ``data_role`` the data role's name.
+    """
+
+    tables: Mapping[str, str]
+    bare_tables: Mapping[str, str]
+    runtime_role: str
+    data_role: str
+
+
+def render_predicate(predicate: Predicate, target: PostgresTarget, table: str) -> str:
+    """SQL boolean expression of ``predicate`` on rows of logical ``table``."""
+    if isinstance(predicate, Always):
+        return "true"
+    if isinstance(predicate, EndUserIs):
+        return f"{_name(predicate.column, 'column')} = {END_USER_SQL}"
+    if isinstance(predicate, IsNull):
+        return f"{_name(predicate.column, 'column')} IS NULL"
+    if isinstance(predicate, Equals):
+        return f"{_name(predicate.column, 'column')} = '{_name(predicate.value, 'value')}'"
+    if isinstance(predicate, AllOf):
+        return "(" + " AND ".join(render_predicate(p, target, table) for p in predicate.parts) + ")"
+    if isinstance(predicate, AnyOf):
+        return "(" + " OR ".join(render_predicate(p, target, table) for p in predicate.parts) + ")"
+    if isinstance(predicate, ExistsVisible):
+        inner = f"x.{_name(predicate.key, 'column')} = " \
+                f"{target.bare_tables[table]}.{_name(predicate.column, 'column')}"
+        if predicate.where is not None:
+            inner += " AND " + _qualified(predicate.where, "x")
+        return f"EXISTS (SELECT 1 FROM {target.tables[predicate.table]} x WHERE {inner})"
+    raise TypeError(f"unknown predicate {predicate!r}")
+
+
+def _qualified(predicate: Predicate, alias: str) -> str:
+    """A simple predicate whose columns belong to the subquery alias."""
+    if isinstance(predicate, EndUserIs):
+        return f"{alias}.{_name(predicate.column, 'column')} = {END_USER_SQL}"
+    if isinstance(predicate, IsNull):
+        return f"{alias}.{_name(predicate.column, 'column')} IS NULL"
+    if isinstance(predicate, Equals):
+        return f"{alias}.{_name(predicate.column, 'column')} = '{_name(predicate.value, 'value')}'"
+    if isinstance(predicate, AllOf):
+        return "(" + " AND ".join(_qualified(p, alias) for p in predicate.parts) + ")"
+    raise TypeError(f"predicate {predicate!r} cannot be used inside a subquery")
+
+
+def policy_name(data_role: str, table: str, operation: str, index: int) -> str:
+    """Name of one RLS policy (unique per table)."""
+    return _name(f"{data_role}_{operation}{index}"[-63:].lstrip("_") or "p", "policy name")
+
+
+def render_policy(policy: DataRolePolicy, target: PostgresTarget) -> list[str]:
+    """Statements that install ``policy``: enable RLS, create policies, grant privileges."""
+    role_check = f"(SELECT oam_sec.has_data_role('{_name(target.data_role, 'data role')}'))"
+    statements: list[str] = []
+    for table in policy.tables():
+        statements.append(f"ALTER TABLE {target.tables[table]} ENABLE ROW LEVEL SECURITY")
+    for index, grant in enumerate(policy.grants):
+        table_sql = target.tables[grant.table]
+        condition = f"({render_predicate(grant.predicate, target, grant.table)} AND {role_check})"
+        for operation, clause in _operations(grant):
+            name = policy_name(target.data_role, grant.table, operation, index)
+            statements.append(
+                f"CREATE POLICY \"{name}\" ON {table_sql} AS PERMISSIVE FOR {clause} "
+                f"TO {target.runtime_role} "
+                + (f"WITH CHECK {condition}" if clause == "INSERT" else
+                   f"USING {condition} WITH CHECK {condition}" if clause == "UPDATE" else
+                   f"USING {condition}")
+            )
+    statements.extend(render_privileges([policy], target))
+    return statements
+
+
+def _operations(grant: TableGrant) -> list[tuple[str, str]]:
+    operations: list[tuple[str, str]] = []
+    if grant.select:
+        operations.append(("sel", "SELECT"))
+    if grant.insert_columns is not None:
+        operations.append(("ins", "INSERT"))
+    if grant.update_columns is not None:
+        operations.append(("upd", "UPDATE"))
+    if grant.delete:
+        operations.append(("del", "DELETE"))
+    return operations
+
+
+def render_privileges(policies: list[DataRolePolicy], target: PostgresTarget) -> list[str]:
+    """GRANT statements giving the runtime role the union of the policies' privileges."""
+    select: set[str] = set()
+    delete: set[str] = set()
+    insert: dict[str, set[str]] = {}
+    update: dict[str, set[str]] = {}
+    for policy in policies:
+        for grant in policy.grants:
+            if grant.select:
+                select.add(grant.table)
+            if grant.delete:
+                delete.add(grant.table)
+            if grant.insert_columns is not None:
+                insert.setdefault(grant.table, set()).update(grant.insert_columns)
+            if grant.update_columns is not None:
+                update.setdefault(grant.table, set()).update(grant.update_columns)
+    statements: list[str] = []
+    role = target.runtime_role
+    for table in sorted(select):
+        statements.append(f"GRANT SELECT ON {target.tables[table]} TO {role}")
+    for table in sorted(delete):
+        statements.append(f"GRANT DELETE ON {target.tables[table]} TO {role}")
+    for table, columns in sorted(insert.items()):
+        cols = ", ".join(_name(c, "column") for c in sorted(columns))
+        statements.append(f"GRANT INSERT ({cols}) ON {target.tables[table]} TO {role}")
+    for table, columns in sorted(update.items()):
+        cols = ", ".join(_name(c, "column") for c in sorted(columns))
+        statements.append(f"GRANT UPDATE ({cols}) ON {target.tables[table]} TO {role}")
+    return statements
+
+
+def render_removal(policy: DataRolePolicy, target: PostgresTarget) -> list[str]:
+    """Statements that drop ``policy``'s RLS policies (privileges are re-granted by the caller)."""
+    statements: list[str] = []
+    for index, grant in enumerate(policy.grants):
+        for operation, _clause in _operations(grant):
+            name = policy_name(target.data_role, grant.table, operation, index)
+            statements.append(
+                f"DROP POLICY IF EXISTS \"{name}\" ON {target.tables[grant.table]}")
+    return statements
+
+
+def render_revoke_all(tables: list[str], target: PostgresTarget) -> list[str]:
+    """Revoke every privilege of the runtime role on ``tables``."""
+    return [f"REVOKE ALL ON {target.tables[t]} FROM {target.runtime_role}" for t in tables]

@@ -1,0 +1,150 @@
+"""The PostgreSQL end-user security context: a signed, short-lived assertion of who the end user is.
+
+The runtime application signs the assertion with its application key (HMAC-SHA-256); the
+database verifies it in ``oam_sec.claims()`` against the stored key and the login that uses it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+TOKEN_PREFIX = "oamapp1"
+DEFAULT_LIFETIME_SECONDS = 60
+_APP_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
+
+
+@dataclass(frozen=True)
+class ApplicationCredential:
+    """An application identity: its name and its secret key."""
+
+    app_name: str
+    key: bytes = field(repr=False)
+
+    @classmethod
+    def parse(cls, token: object) -> ApplicationCredential:
+        """Parse a database access token ``oamapp1.<app_name>.<hex key>`` (from ``oam-admin``)."""
+        if not isinstance(token, str) or not token:
+            raise ValueError("database_access_token must be a non-empty str")
+        parts = token.split(".")
+        if len(parts) != 3 or parts[0] != TOKEN_PREFIX or not _APP_NAME.fullmatch(parts[1]):
+            raise ValueError(
+                "database_access_token is not an application token issued by "
+                "`oam-admin create-application` (expected oamapp1.<app>.<key>)"
+            )
+        try:
+            key = bytes.fromhex(parts[2])
+        except ValueError:
+            raise ValueError("database_access_token has a malformed key") from None
+        if len(key) < 32:
+            raise ValueError("database_access_token has a key shorter than 32 bytes")
+        return cls(parts[1], key)
+
+    def token(self) -> str:
+        """The token form, printed once when the application is created."""
+        return f"{TOKEN_PREFIX}.{self.app_name}.{self.key.hex()}"
+
+
+def padded_keys(key: bytes) -> tuple[bytes, bytes]:
+    """``(key XOR ipad, key XOR opad)`` for HMAC-SHA-256, as the database stores them."""
+    if len(key) > 64:
+        key = hashlib.sha256(key).digest()
+    block = key.ljust(64, b"\0")
+    return bytes(b ^ 0x36 for b in block), bytes(b ^ 0x5C for b in block)
+
+
+@dataclass(frozen=True)
+class IdentityProviderUser:
+    """An end user authenticated by an identity provider (the gateway verified the token)."""
+
+    username: str
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PostgresEndUserSecurityContext:
+    """Who the end user is, for which application, with which groups and requested data roles."""
+
+    credential: ApplicationCredential = field(repr=False)
+    username: str
+    kind: str
+    groups: tuple[str, ...] = ()
+    data_roles: tuple[str, ...] = ()
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    lifetime_seconds: int = DEFAULT_LIFETIME_SECONDS
+
+    def assertion(self, now: float | None = None) -> str:
+        """A fresh signed assertion: ``<hex(claims)>.<hex(hmac)>``."""
+        claims = {
+            "app": self.credential.app_name,
+            "u": self.username,
+            "k": self.kind,
+            "g": list(self.groups),
+            "r": list(self.data_roles),
+            "a": dict(self.attributes),
+            "exp": (time.time() if now is None else now) + self.lifetime_seconds,
+            "n": secrets.token_hex(8),
+        }
+        body = json.dumps(claims, separators=(",", ":"), sort_keys=True).encode("utf-8").hex()
+        signature = hmac.new(self.credential.key, body.encode("ascii"), hashlib.sha256).hexdigest()
+        return f"{body}.{signature}"
+
+
+def _names(value: object, argument: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise TypeError(f"{argument} must be a list of str")
+    out = []
+    for n, item in enumerate(value):
+        if not isinstance(item, str) or not item or len(item) > 256:
+            raise ValueError(f"{argument}[{n}] must be a non-empty str of at most 256 characters")
+        out.append(item)
+    return tuple(out)
+
+
+def create_end_user_security_context(
+    database_access_token: str,
+    end_user_identity: tuple[str, str | None] | IdentityProviderUser,
+    data_roles: Sequence[str] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+) -> PostgresEndUserSecurityContext:
+    """Create an end-user security context (the call shape of ``oracledb``'s function).
+
+    ``database_access_token`` is the application token printed by ``oam-admin
+    create-application``. ``end_user_identity`` is ``(name, key)`` for a local end user created
+    with ``oam-admin create-end-user`` (``key`` is a lookup key and may be ``None``), or an
+    :class:`IdentityProviderUser` (name and groups) that the caller has authenticated.
+    """
+    credential = ApplicationCredential.parse(database_access_token)
+    if isinstance(end_user_identity, IdentityProviderUser):
+        username, kind = end_user_identity.username, "idp"
+        groups = _names(list(end_user_identity.groups), "end_user_identity.groups")
+    elif isinstance(end_user_identity, (tuple, list)) and len(end_user_identity) == 2:
+        username, kind, groups = end_user_identity[0], "local", ()
+        if end_user_identity[1] is not None and not isinstance(end_user_identity[1], str):
+            raise TypeError("end_user_identity key must be a str or None")
+    else:
+        raise TypeError(
+            "end_user_identity must be a (name, key) tuple for a local end user or an "
+            "IdentityProviderUser"
+        )
+    if not isinstance(username, str) or not username.strip() or len(username) > 128:
+        raise ValueError("end_user_identity name must be a non-empty str of at most 128 characters")
+    if attributes is not None and not isinstance(attributes, Mapping):
+        raise TypeError("attributes must be a dict or None")
+    return PostgresEndUserSecurityContext(
+        credential=credential,
+        username=username,
+        kind=kind,
+        groups=groups,
+        data_roles=_names(data_roles, "data_roles"),
+        attributes=dict(attributes or {}),
+    )

@@ -1,0 +1,246 @@
+"""Admin-side SQL of Deep Data Security on PostgreSQL: security schema, roles, policies, grants.
+
+Runs as the admin identity (the schema owner or a policy administrator), never as an end user.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from oam_policies.model import DataRolePolicy
+from oam_policies.postgres import (
+    PostgresTarget,
+    render_policy,
+    render_privileges,
+    render_removal,
+    render_revoke_all,
+)
+from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
+from oracleagentmemory.engines.postgres import names as q
+from oracleagentmemory.engines.postgres.assertion import ApplicationCredential, padded_keys
+from oracleagentmemory.engines.postgres.security_schema import INSTALL_STATEMENTS
+
+_ROLE = re.compile(r"[a-z][a-z0-9_]{0,62}")
+Conn = psycopg.Connection[Any]
+
+
+def _ident(conn: Conn, value: str) -> str:
+    """Quote an identifier for DDL text (psycopg's quoting, the engine's one place)."""
+    return sql.Identifier(value).as_string(conn)
+
+
+def _literal(conn: Conn, value: str) -> str:
+    return sql.Literal(value).as_string(conn)
+
+
+def bounded_name(text: str) -> str:
+    """A lower-case name of at most 63 characters (long names keep a hash suffix)."""
+    name = re.sub(r"[^a-z0-9_]", "_", text.lower())
+    if not name or not name[0].isalpha():
+        name = "r_" + name
+    if len(name) > 63:
+        name = name[:54] + "_" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    return name
+
+
+def runtime_role_name(owner_schema: str) -> str:
+    """The NOLOGIN role that holds the runtime privileges of one schema's stores."""
+    return bounded_name(f"{owner_schema}_oam_runtime")
+
+
+def data_role_name(names: StoreNames, owner_schema: str, policy: DataRolePolicy) -> str:
+    """The data role of ``policy`` on one store."""
+    return bounded_name(f"{owner_schema}_{names.store_key or 'default'}_oam_{policy.name}")
+
+
+def role_exists(conn: Conn, role: str) -> bool:
+    """Whether a database role exists."""
+    return conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone() is not None
+
+
+def install_security_schema(conn: Conn) -> None:
+    """Create or refresh ``oam_sec`` (idempotent); it must belong to this administrator."""
+    row = conn.execute(
+        "SELECT pg_get_userbyid(nspowner), pg_has_role(current_user, nspowner, 'USAGE') "
+        "FROM pg_namespace WHERE nspname = 'oam_sec'"
+    ).fetchone()
+    if row is not None and not row[1]:
+        raise PermissionError(
+            f"the oam_sec security schema belongs to {row[0]!r}; manage Deep Data Security as "
+            "that policy administrator (or a member of it)"
+        )
+    for statement in INSTALL_STATEMENTS:
+        conn.execute(statement.encode())
+
+
+def ensure_runtime_role(conn: Conn, owner_schema: str) -> str:
+    """Create the runtime role of ``owner_schema`` if needed; returns its name."""
+    role = runtime_role_name(owner_schema)
+    if not role_exists(conn, role):
+        conn.execute(f"CREATE ROLE {_ident(conn, role)} NOLOGIN".encode())
+    conn.execute(
+        f"GRANT USAGE ON SCHEMA {_ident(conn, owner_schema)} TO {_ident(conn, role)}".encode())
+    return role
+
+
+def _target(conn: Conn, names: StoreNames, runtime_role: str, data_role: str) -> PostgresTarget:
+    tables = {t: q.table(names, t).as_string(conn) for t in MANAGED_TABLES}
+    tables["registry"] = q.registry(names).as_string(conn)
+    bare = {t: _ident(conn, names.table(t)) for t in MANAGED_TABLES}
+    bare["registry"] = _ident(conn, REGISTRY_TABLE)
+    return PostgresTarget(tables=tables, bare_tables=bare,
+                          runtime_role=_ident(conn, runtime_role), data_role=data_role)
+
+
+def store_exists(conn: Conn, names: StoreNames) -> bool:
+    """Whether the store's managed tables exist."""
+    assert names.schema is not None
+    row = conn.execute(
+        "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = ANY(%s)",
+        [names.schema, [names.table(t) for t in MANAGED_TABLES]],
+    ).fetchone()
+    return row is not None and int(row[0]) == len(MANAGED_TABLES)
+
+
+def install_policy(conn: Conn, names: StoreNames, owner_schema: str,
+                   policy: DataRolePolicy) -> str:
+    """Install (or reinstall) one policy on a store; returns its data role name."""
+    runtime_role = ensure_runtime_role(conn, owner_schema)
+    role = data_role_name(names, owner_schema, policy)
+    conn.execute(
+        "INSERT INTO oam_sec.data_role (role_name, schema_name, store_key, policy_name) "
+        "VALUES (%s, %s, %s, %s) ON CONFLICT (role_name) DO NOTHING",
+        [role, owner_schema, names.store_key, policy.name],
+    )
+    target = _target(conn, names, runtime_role, role)
+    for statement in render_removal(policy, target) + render_policy(policy, target):
+        conn.execute(statement.encode())
+    return role
+
+
+def installed_policy_names(conn: Conn, owner_schema: str, store_key: str) -> list[str]:
+    """Names of the policies installed on a store."""
+    rows = conn.execute(
+        "SELECT policy_name FROM oam_sec.data_role WHERE schema_name = %s AND store_key = %s "
+        "ORDER BY policy_name",
+        [owner_schema, store_key],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def remove_policy(conn: Conn, names: StoreNames, owner_schema: str, policy: DataRolePolicy,
+                  remaining: Sequence[DataRolePolicy]) -> None:
+    """Drop one policy's RLS policies and data role, then re-grant what the others need."""
+    runtime_role = runtime_role_name(owner_schema)
+    role = data_role_name(names, owner_schema, policy)
+    target = _target(conn, names, runtime_role, role)
+    for statement in render_removal(policy, target):
+        conn.execute(statement.encode())
+    conn.execute("DELETE FROM oam_sec.data_role WHERE role_name = %s", [role])
+    if role_exists(conn, runtime_role):
+        tables = [*MANAGED_TABLES]
+        for statement in render_revoke_all(tables, target) + render_privileges(list(remaining),
+                                                                               target):
+            conn.execute(statement.encode())
+
+
+def grant_role(conn: Conn, role: str, principal_type: str, principal: str) -> None:
+    """Grant a data role to a local end user (``user``) or an identity-provider group."""
+    conn.execute(
+        "INSERT INTO oam_sec.data_role_grant (role_name, principal_type, principal) "
+        "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+        [role, principal_type, principal],
+    )
+
+
+def revoke_role(conn: Conn, role: str, principal_type: str, principal: str) -> int:
+    """Revoke a data role grant; returns how many grants were removed."""
+    cur = conn.execute(
+        "DELETE FROM oam_sec.data_role_grant WHERE role_name = %s AND principal_type = %s "
+        "AND principal = %s",
+        [role, principal_type, principal],
+    )
+    return cur.rowcount
+
+
+def list_role_grants(conn: Conn, owner_schema: str, store_key: str) -> list[tuple[str, str, str]]:
+    """``(principal_type, principal, policy_name)`` of every grant on a store's data roles."""
+    rows = conn.execute(
+        "SELECT g.principal_type, g.principal, d.policy_name FROM oam_sec.data_role_grant g "
+        "JOIN oam_sec.data_role d ON d.role_name = g.role_name "
+        "WHERE d.schema_name = %s AND d.store_key = %s "
+        "ORDER BY g.principal_type, g.principal, d.policy_name",
+        [owner_schema, store_key],
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def end_user_exists(conn: Conn, username: str) -> bool:
+    """Whether a local end user exists."""
+    return conn.execute("SELECT 1 FROM oam_sec.end_user WHERE username = %s",
+                        [username]).fetchone() is not None
+
+
+def create_end_user(conn: Conn, username: str) -> bool:
+    """Create a local end user; returns False when it already existed."""
+    cur = conn.execute(
+        "INSERT INTO oam_sec.end_user (username) VALUES (%s) ON CONFLICT DO NOTHING", [username])
+    return cur.rowcount == 1
+
+
+def drop_end_user(conn: Conn, username: str) -> bool:
+    """Drop a local end user and its grants."""
+    conn.execute("DELETE FROM oam_sec.data_role_grant WHERE principal_type = 'user' AND "
+                 "principal = %s", [username])
+    cur = conn.execute("DELETE FROM oam_sec.end_user WHERE username = %s", [username])
+    return cur.rowcount == 1
+
+
+def create_application(conn: Conn, app_name: str, login_role: str) -> ApplicationCredential:
+    """Register an application identity bound to a runtime login; returns its credential."""
+    if not _ROLE.fullmatch(app_name):
+        raise ValueError("app_name must be lower-case letters, digits and underscores, "
+                         f"starting with a letter; got {app_name!r}")
+    if not role_exists(conn, login_role):
+        raise ValueError(f"login role {login_role!r} does not exist; create the runtime login first")
+    key = secrets.token_bytes(32)
+    ipad, opad = padded_keys(key)
+    conn.execute(
+        "INSERT INTO oam_sec.application (app_name, login_role, ipad_key, opad_key) "
+        "VALUES (%s, %s, %s, %s)",
+        [app_name, login_role, ipad, opad],
+    )
+    return ApplicationCredential(app_name, key)
+
+
+def create_runtime_login(conn: Conn, login: str, password: str, owner_schema: str) -> None:
+    """Create a LOGIN role that holds nothing but membership of the schema's runtime role."""
+    if not _ROLE.fullmatch(login):
+        raise ValueError(f"login must be lower-case letters, digits and underscores; got {login!r}")
+    if role_exists(conn, login):
+        raise ValueError(f"role {login!r} already exists")
+    runtime_role = ensure_runtime_role(conn, owner_schema)
+    conn.execute(
+        f"CREATE ROLE {_ident(conn, login)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
+        f"NOINHERIT NOBYPASSRLS PASSWORD {_literal(conn, password)}".encode()
+    )
+    conn.execute(f"GRANT {_ident(conn, runtime_role)} TO {_ident(conn, login)} "
+                 "WITH INHERIT TRUE, SET FALSE".encode())
+
+
+def current_end_user(conn: Conn) -> str | None:
+    """The end user the database sees on ``conn`` (``None`` without a valid assertion)."""
+    try:
+        row = conn.execute("SELECT oam_sec.end_user()").fetchone()
+    except psycopg.errors.UndefinedFunction:
+        conn.rollback()
+        return None
+    return None if row is None else row[0]
