@@ -108,3 +108,11 @@ def store(make_store: StoreFactory) -> OracleDBMemoryStore:
 def vector_store(make_store: StoreFactory) -> OracleDBMemoryStore:
     """A fresh store with 3-dimensional vector storage and no embedder."""
     return make_store(vector_dim=3)
+
+
+@pytest.fixture(scope="session")
+def dds(pg_url: str) -> Any:
+    """The Deep Data Security environment (identities, applications, tokens); see tests/dds.py."""
+    from dds import setup_environment
+
+    return setup_environment(pg_url)

@@ -1,0 +1,140 @@
+"""Deep Data Security test environment on the embedded server: identities, a protected store.
+
+Identities (as in DESIGN §4.1): ``oam_test_owner`` owns the schema and creates stores;
+``oam_test_secadmin`` is the policy administrator (owns ``oam_sec``, member of the owner role);
+``oam_test_rt`` is the runtime login of application ``gw`` and holds no table privilege except
+through the policies; local end users ``alice``, ``bob``, ``carol`` hold the own-rows and
+global-memories roles; group ``team`` holds them too (for identity-provider users).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
+from oracleagentmemory.core.deepsec import (
+    GlobalMemoriesDeepDataSecurityPolicy,
+    IdentityProviderUser,
+    LocalEndUserPrincipal,
+    OciGroupPrincipal,
+    OracleMemoryEndUserSecurityContext,
+    UserOwnRowsDeepDataSecurityPolicy,
+    add_deep_data_security_policies,
+    create_end_user_security_context,
+    grant_agent_memory_policies,
+)
+from oracleagentmemory.engines.postgres import deepsec_admin
+
+OWNER = "oam_test_owner"
+SECADMIN = "oam_test_secadmin"
+RUNTIME = "oam_test_rt"
+OTHER_RUNTIME = "oam_test_rt2"
+USERS = ("alice", "bob", "carol")
+GROUP = "team"
+POLICIES = [UserOwnRowsDeepDataSecurityPolicy(), GlobalMemoriesDeepDataSecurityPolicy()]
+_ids = itertools.count(1)
+
+
+def url_as(url: str, role: str) -> str:
+    """``url`` with ``role`` as the user (the embedded server trusts local connections)."""
+    parts = urlsplit(url)
+    host = parts.netloc.split("@", 1)[-1]
+    return urlunsplit((parts.scheme, f"{role}@{host}", parts.path, parts.query, parts.fragment))
+
+
+@dataclass
+class DdsEnvironment:
+    """Identities and tokens shared by a test session."""
+
+    superuser_url: str
+    owner_url: str
+    secadmin_url: str
+    runtime_url: str
+    other_runtime_url: str
+    token: str
+    other_app_token: str
+
+    def context(self, user: str, **kwargs: Any) -> Any:
+        """A PostgreSQL end-user security context for a local end user."""
+        return create_end_user_security_context(self.token, (user, None), **kwargs)
+
+    def idp_context(self, user: str, groups: tuple[str, ...] = (GROUP,)) -> Any:
+        """A context for an identity-provider user in ``groups``."""
+        return create_end_user_security_context(self.token, IdentityProviderUser(user, groups))
+
+    def new_store(self, vector_dim: int | None = 3, **kwargs: Any) -> str:
+        """Create a store as the owner, install both policies, grant them; returns its id."""
+        store_id = f"d{next(_ids)}"
+        with psycopg.connect(self.owner_url) as conn:
+            OracleDBMemoryStore(None, conn, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+                                memory_store_id=store_id, vector_dim=vector_dim, **kwargs)
+        with psycopg.connect(self.secadmin_url) as conn:
+            add_deep_data_security_policies(conn, OWNER, store_id, POLICIES)
+            grant_agent_memory_policies(
+                conn, store_id, OWNER,
+                [*(LocalEndUserPrincipal(u) for u in USERS), OciGroupPrincipal(GROUP)],
+                POLICIES,
+            )
+        return store_id
+
+    def owner_store(self, store_id: str, **kwargs: Any) -> OracleDBMemoryStore:
+        """The store opened by its owner (no row security applies)."""
+        return OracleDBMemoryStore(None, self.owner_url, schema_policy=SchemaPolicy.REQUIRE_EXISTING,
+                                   memory_store_id=store_id, **kwargs)
+
+    @contextmanager
+    def runtime_store(self, store_id: str, user: str, pool: Any = None,
+                      **kwargs: Any) -> Iterator[OracleDBMemoryStore]:
+        """A NO_CHECK runtime store opened and used inside ``user``'s context."""
+        with OracleMemoryEndUserSecurityContext(self.context(user)):
+            store = OracleDBMemoryStore(None, pool or self.runtime_url,
+                                        schema_policy=SchemaPolicy.NO_CHECK,
+                                        memory_store_id=store_id, schema_owner=OWNER, **kwargs)
+            try:
+                yield store
+            finally:
+                store.close()
+
+
+def _role(conn: psycopg.Connection[Any], name: str, options: str) -> None:
+    if not deepsec_admin.role_exists(conn, name):
+        conn.execute(f"CREATE ROLE {name} {options}".encode())
+
+
+def setup_environment(superuser_url: str) -> DdsEnvironment:
+    """Create (idempotently) every identity, the security schema and two applications."""
+    with psycopg.connect(superuser_url, autocommit=True) as su:
+        _role(su, OWNER, "LOGIN")
+        su.execute(f"CREATE SCHEMA IF NOT EXISTS {OWNER} AUTHORIZATION {OWNER}".encode())
+        _role(su, SECADMIN, "LOGIN CREATEROLE")
+        database = su.execute("SELECT current_database()").fetchone()
+        assert database is not None
+        su.execute(f'GRANT CREATE ON DATABASE "{database[0]}" TO {SECADMIN}'.encode())
+        su.execute(f"GRANT {OWNER} TO {SECADMIN}".encode())
+    secadmin_url = url_as(superuser_url, SECADMIN)
+    with psycopg.connect(secadmin_url) as conn, conn.transaction():
+        deepsec_admin.install_security_schema(conn)
+        for user in USERS:
+            deepsec_admin.create_end_user(conn, user)
+        tokens = []
+        for login, app in ((RUNTIME, "gw"), (OTHER_RUNTIME, "other_app")):
+            if not deepsec_admin.role_exists(conn, login):
+                deepsec_admin.create_runtime_login(conn, login, "unused-with-trust-auth", OWNER)
+            conn.execute("DELETE FROM oam_sec.application WHERE app_name = %s", [app])
+            tokens.append(deepsec_admin.create_application(conn, app, login).token())
+    return DdsEnvironment(
+        superuser_url=superuser_url,
+        owner_url=url_as(superuser_url, OWNER),
+        secadmin_url=secadmin_url,
+        runtime_url=url_as(superuser_url, RUNTIME),
+        other_runtime_url=url_as(superuser_url, OTHER_RUNTIME),
+        token=tokens[0],
+        other_app_token=tokens[1],
+    )
