@@ -57,6 +57,9 @@ def check_search_arguments(
         if strategy is SearchStrategy.KEYWORD:
             raise ValueError("query_vector is not accepted by keyword search; pass query")
         vector = to_vector(query_vector, "query_vector")
+        if not vector.any():
+            raise ValueError("query_vector must not be the zero vector: its cosine distance to "
+                             "any record is undefined")
         if vector_dim is not None and vector.size != vector_dim:
             raise ValueError(
                 f"query_vector has dimension {vector.size} but the store's vector_dim is "

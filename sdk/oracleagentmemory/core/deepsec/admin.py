@@ -74,6 +74,16 @@ def _names(owner_schema: str, memory_store_id: str | None) -> StoreNames:
                        fold="lower")
 
 
+def _require_store(conn: psycopg.Connection[Any], names: StoreNames,
+                   memory_store_id: str | None) -> None:
+    """Admin work names an existing store; a typo must not pass silently or fail in SQL."""
+    if not sql_admin.store_exists(conn, names):
+        raise ValueError(
+            f"memory store {memory_store_id!r} does not exist in schema {names.schema!r}; "
+            "create it first as the schema owner"
+        )
+
+
 def _policies(policies: Sequence[DeepDataSecurityPolicy]) -> list[DeepDataSecurityPolicy]:
     if isinstance(policies, DeepDataSecurityPolicy) or not isinstance(policies, (list, tuple)):
         raise TypeError("policies must be a list of DeepDataSecurityPolicy")
@@ -105,11 +115,7 @@ def add_deep_data_security_policies(connection: Any, owner_schema: str, memory_s
     names = _names(owner_schema, memory_store_id)
     assert names.schema is not None
     with _admin_transaction(connection, "add_deep_data_security_policies") as conn:
-        if not sql_admin.store_exists(conn, names):
-            raise ValueError(
-                f"memory store {memory_store_id!r} does not exist in schema {names.schema!r}; "
-                "create it first as the schema owner"
-            )
+        _require_store(conn, names, memory_store_id)
         sql_admin.install_security_schema(conn)
         for policy in chosen:
             sql_admin.install_policy(conn, names, names.schema, policy.declaration)
@@ -122,6 +128,7 @@ def remove_deep_data_security_policies(connection: Any, owner_schema: str, memor
     names = _names(owner_schema, memory_store_id)
     assert names.schema is not None
     with _admin_transaction(connection, "remove_deep_data_security_policies") as conn:
+        _require_store(conn, names, memory_store_id)
         installed = set(sql_admin.installed_policy_names(conn, names.schema, names.store_key))
         for policy in chosen:
             installed.discard(policy.declaration.name)
@@ -135,6 +142,7 @@ def list_deep_data_security_policies(connection: Any, owner_schema: str,
     names = _names(owner_schema, memory_store_id)
     assert names.schema is not None
     with _admin_transaction(connection, "list_deep_data_security_policies") as conn:
+        _require_store(conn, names, memory_store_id)
         if not _security_schema_exists(conn):
             return []
         found = sql_admin.installed_policy_names(conn, names.schema, names.store_key)
@@ -171,6 +179,7 @@ def grant_agent_memory_policies(connection: Any, memory_store_id: str, owner_sch
         raise ValueError("principals must be a non-empty list")
     targets = [_principal(p, n) for n, p in enumerate(principals)]
     with _admin_transaction(connection, "grant_agent_memory_policies") as conn:
+        _require_store(conn, names, memory_store_id)
         roles = _roles(conn, names, chosen)
         for kind, name in targets:
             if kind == "user" and not sql_admin.end_user_exists(conn, name):
@@ -189,6 +198,7 @@ def revoke_agent_memory_policies(connection: Any, memory_store_id: str, owner_sc
         raise ValueError("principals must be a non-empty list")
     targets = [_principal(p, n) for n, p in enumerate(principals)]
     with _admin_transaction(connection, "revoke_agent_memory_policies") as conn:
+        _require_store(conn, names, memory_store_id)
         roles = _roles(conn, names, chosen)
         for kind, name in targets:
             for role in roles:
@@ -202,6 +212,7 @@ def list_agent_memory_granted_policies(
     names = _names(owner_schema, memory_store_id)
     assert names.schema is not None
     with _admin_transaction(connection, "list_agent_memory_granted_policies") as conn:
+        _require_store(conn, names, memory_store_id)
         if not _security_schema_exists(conn):
             return []
         rows = sql_admin.list_role_grants(conn, names.schema, names.store_key)

@@ -57,7 +57,9 @@ class OracleMemoryEndUserSecurityContext:
     def __init__(self, security_context: Any) -> None:
         if security_context is None:
             raise TypeError("security_context must be an end-user security context, not None")
-        if not hasattr(security_context, "username") and not _is_oracledb_context(security_context):
+        is_postgres_context = hasattr(security_context, "username") and callable(
+            getattr(security_context, "assertion", None))
+        if not is_postgres_context and not _is_oracledb_context(security_context):
             raise TypeError(
                 "security_context must come from create_end_user_security_context, got "
                 f"{type(security_context).__name__}"

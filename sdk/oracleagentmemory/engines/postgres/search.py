@@ -4,6 +4,9 @@ Every search runs one SQL statement per candidate round. Filters (scope, record 
 status, metadata) are part of that statement, so they apply before the limit. Vector candidates
 come from the HNSW index with pgvector's iterative scans; when a round still finds fewer than
 ``k`` records, the search is repeated as an exact scan, so a search never silently under-returns.
+An exact user filter that leaves few chunks (a user's own memories, typically) is searched
+exactly from the start: reading those chunks through the user index and sorting them is faster
+than a filtered HNSW scan, which must step over every other user's chunks.
 """
 
 from __future__ import annotations
@@ -25,12 +28,16 @@ MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
 PROFILE_TYPES = ("user_profile", "agent_profile")
 MAX_EF_SEARCH = 1000
 MAX_SCAN_TUPLES = 200_000
+EXACT_SCAN_MIN_ROWS = 2_000
+"""An exact user filter that leaves at most this many chunks is always searched exactly."""
+HNSW_VISITS_PER_TUPLE = 8
+"""Buffer visits an HNSW scan spends per index tuple it examines (graph neighbours, heap)."""
 
 
 def run_search(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan) -> list[SearchHit]:
     """Up to ``plan.k`` distinct records, best first, with their distances."""
     budget = max(plan.k * 4, 40)
-    exact = plan.mode == "keyword"
+    exact = plan.mode == "keyword" or _few_scoped_chunks(conn, names, plan, budget)
     while True:
         _configure(conn, budget)
         rows = _candidates(conn, names, plan, budget, exact)
@@ -45,6 +52,34 @@ def run_search(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPla
             exact = True
             continue
         budget *= 4  # records with many chunks filled the window: widen it
+
+
+def _few_scoped_chunks(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan,
+                       budget: int) -> bool:
+    """Whether an exact user filter leaves so few chunks that an exact scan beats HNSW.
+
+    With a filter that keeps a fraction ``s`` of the ``N`` chunks, an HNSW scan examines about
+    ``budget / s`` index tuples (several buffer visits each) before it has ``budget`` matches,
+    while an exact scan reads the ``n = s * N`` filtered chunks once through the
+    ``(user_id, record_type)`` index and sorts them. The exact scan is cheaper while
+    ``n * n <= HNSW_VISITS_PER_TUPLE * budget * N``, and always for at most
+    ``EXACT_SCAN_MIN_ROWS`` chunks. Counting stops one row past that bound and reads the index
+    only (chunks without an embedding count too: the bound is an upper one). Only
+    an exact user filter is probed: the other scope columns have no index on the chunks.
+    """
+    if plan.mode == "keyword" or plan.scope.get("user_id", UNSET) is UNSET:
+        return False
+    where, params = _chunk_filters(plan, plan.record_types)
+    table = q.table(names, "record_chunks")
+    row = conn.execute(sql.SQL(
+        "WITH b AS (SELECT greatest(%s, sqrt(%s * greatest(c.reltuples, 0)))::bigint AS n "
+        "FROM pg_class c WHERE c.oid = %s::regclass) "
+        "SELECT count(*) <= (SELECT n FROM b) FROM (SELECT 1 FROM {} c WHERE {} "
+        "LIMIT (SELECT n + 1 FROM b)) s"
+    ).format(table, sql.SQL(" AND ").join(where)), [
+        EXACT_SCAN_MIN_ROWS, HNSW_VISITS_PER_TUPLE * budget, table.as_string(conn), *params,
+    ]).fetchone()
+    return bool(row and row[0])
 
 
 def _configure(conn: psycopg.Connection[Any], budget: int) -> None:
@@ -97,17 +132,18 @@ def _arms(plan: SearchPlan) -> list[tuple[str, tuple[str, ...]]]:
     return arms
 
 
-def _join_and_filters(names: StoreNames, plan: SearchPlan, parent: str, types: tuple[str, ...]
-                      ) -> tuple[sql.Composable, sql.Composable, list[Any]]:
-    """``chunks c JOIN parent p ON ...`` and the WHERE predicate (with its params) of one arm."""
+def _parent_join(parent: str) -> sql.Composable:
+    """The condition joining chunk ``c`` to its parent row ``p``."""
     if parent == "actor_profile":
-        join = sql.SQL("p.actor_id = c.record_id AND p.actor_type || '_profile' = c.record_type")
-    elif parent == "memory":
-        join = sql.SQL("p.id = c.record_id AND p.record_type = c.record_type")
-    else:
-        join = sql.SQL("p.id = c.record_id")
-    source = sql.SQL("{} c JOIN {} p ON {}").format(
-        q.table(names, "record_chunks"), q.table(names, parent), join)
+        return sql.SQL("p.actor_id = c.record_id AND p.actor_type || '_profile' = c.record_type")
+    if parent == "memory":
+        return sql.SQL("p.id = c.record_id AND p.record_type = c.record_type")
+    return sql.SQL("p.id = c.record_id")
+
+
+def _chunk_filters(plan: SearchPlan, types: tuple[str, ...]
+                   ) -> tuple[list[sql.Composable], list[Any]]:
+    """Predicates on chunk ``c`` alone (record type and scope), with their params."""
     where: list[sql.Composable] = [sql.SQL("c.record_type = ANY(%s)")]
     params: list[Any] = [list(types)]
     for column, value in plan.scope.items():
@@ -118,6 +154,13 @@ def _join_and_filters(names: StoreNames, plan: SearchPlan, parent: str, types: t
         else:
             where.append(sql.SQL("c.{} = %s").format(sql.Identifier(column)))
             params.append(value)
+    return where, params
+
+
+def _parent_filters(plan: SearchPlan, parent: str) -> tuple[list[sql.Composable], list[Any]]:
+    """Predicates on parent ``p`` (expiry, status, metadata), with their params."""
+    where: list[sql.Composable] = []
+    params: list[Any] = []
     if parent != "actor_profile":
         where.append(sql.SQL("(p.expires_at IS NULL OR p.expires_at > now())"))
         if not plan.include_invalid:
@@ -126,23 +169,58 @@ def _join_and_filters(names: StoreNames, plan: SearchPlan, parent: str, types: t
         predicate, filter_params = render_filter(plan.metadata_filter, sql.SQL("p.metadata"))
         where.append(predicate)
         params.extend(filter_params)
-    return source, sql.SQL(" AND ").join(where), params
+    return where, params
+
+
+def _join_and_filters(names: StoreNames, plan: SearchPlan, parent: str, types: tuple[str, ...]
+                      ) -> tuple[sql.Composable, sql.Composable, list[Any]]:
+    """``chunks c JOIN parent p ON ...`` and the WHERE predicate (with its params) of one arm."""
+    source = sql.SQL("{} c JOIN {} p ON {}").format(
+        q.table(names, "record_chunks"), q.table(names, parent), _parent_join(parent))
+    chunk_where, params = _chunk_filters(plan, types)
+    parent_where, parent_params = _parent_filters(plan, parent)
+    return source, sql.SQL(" AND ").join(chunk_where + parent_where), params + parent_params
 
 
 def _vector_arms(names: StoreNames, plan: SearchPlan, budget: int, exact: bool,
                  params: list[Any]) -> list[sql.Composable]:
     """One ``ORDER BY distance LIMIT`` per parent table; ``exact`` bypasses the HNSW index."""
-    # "+ 0" hides the operator from the planner, which then scans the filtered rows exactly.
-    order = "(c.embedding <=> %s::vector) + 0" if exact else "c.embedding <=> %s::vector"
     arms: list[sql.Composable] = []
     for parent, types in _arms(plan):
+        if exact:
+            arms.append(_exact_vector_arm(names, plan, parent, types, budget, params))
+            continue
         source, where, where_params = _join_and_filters(names, plan, parent, types)
         arms.append(sql.SQL(
             "(SELECT c.record_type, c.record_id, (c.embedding <=> %s::vector) AS d FROM {} "
-            "WHERE {} AND c.embedding IS NOT NULL ORDER BY " + order + " LIMIT %s)"
+            "WHERE {} AND c.embedding IS NOT NULL ORDER BY c.embedding <=> %s::vector LIMIT %s)"
         ).format(source, where))
         params.extend([plan.vector, *where_params, plan.vector, budget])
     return arms
+
+
+def _exact_vector_arm(names: StoreNames, plan: SearchPlan, parent: str, types: tuple[str, ...],
+                      budget: int, params: list[Any]) -> sql.Composable:
+    """An exact arm: the chunks the chunk filters keep, sorted by distance, then joined.
+
+    "+ 0" hides the operator from the planner, so no HNSW scan serves the order; the chunks are
+    found by the scope indexes (or a sequential scan) and sorted exactly. Sorting before the join
+    lets the parent rows be probed lazily, best chunk first, until ``budget`` rows pass the parent
+    filters, instead of joining every filtered chunk before the sort.
+    """
+    chunk_where, chunk_params = _chunk_filters(plan, types)
+    parent_where, parent_params = _parent_filters(plan, parent)
+    params.extend([plan.vector, *chunk_params, *parent_params, budget])
+    return sql.SQL(
+        "(SELECT c.record_type, c.record_id, c.d FROM (SELECT c.record_type, c.record_id, "
+        "(c.embedding <=> %s::vector) + 0 AS d FROM {chunks} c WHERE {chunk_where} "
+        "AND c.embedding IS NOT NULL ORDER BY d) c JOIN {parent} p ON {join} "
+        "WHERE {parent_where} ORDER BY c.d LIMIT %s)"
+    ).format(
+        chunks=q.table(names, "record_chunks"), chunk_where=sql.SQL(" AND ").join(chunk_where),
+        parent=q.table(names, parent), join=_parent_join(parent),
+        parent_where=sql.SQL(" AND ").join(parent_where) if parent_where else sql.SQL("true"),
+    )
 
 
 _TSQUERY = (

@@ -102,7 +102,10 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
                AND EXISTS (
                    SELECT 1 FROM oam_sec.data_role_grant g
                    WHERE g.role_name = role
-                     AND ((g.principal_type = 'user' AND g.principal = c.p->>'u')
+                     -- a grant to a local end user never extends to an identity-provider user
+                     -- who happens to carry the same name
+                     AND ((g.principal_type = 'user' AND c.p->>'k' = 'local'
+                           AND g.principal = c.p->>'u')
                        OR (g.principal_type = 'group'
                            AND coalesce(c.p->'g', '[]'::jsonb) ? g.principal)))
             FROM (SELECT oam_sec.claims() AS p) c WHERE c.p IS NOT NULL), false)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
 EXPIRING_TABLES = ("message", "memory", "thread_summary", "document")
 INSERT_BATCH_SIZE = 256
+_log = logging.getLogger(__name__)
 
 _TABLE_OF_TYPE = {
     "thread": "thread",
@@ -547,9 +549,12 @@ class PostgresSession(EngineSession):
 
     def purge_expired(self, names: StoreNames) -> int:
         expired = sql.SQL("expires_at IS NOT NULL AND expires_at <= now()")
-        return sum(
-            len(self._delete_where(names, logical, expired, [])) for logical in EXPIRING_TABLES
-        )
+        total = 0
+        for logical in EXPIRING_TABLES:
+            removed = len(self._delete_where(names, logical, expired, []))
+            _log.info("purged %d expired rows from %s", removed, names.table(logical))
+            total += removed
+        return total
 
     # --- search -------------------------------------------------------------------------
     def search(self, names: StoreNames, plan: SearchPlan) -> list[SearchHit]:

@@ -1,0 +1,263 @@
+"""``oam-admin``: argument parsing and dispatch.
+
+Exit status: 0 success, 2 usage error (including a destructive command without ``--yes`` and a
+secret on the command line), 1 failure. Errors are one ``error: ...`` line on stderr, never a
+traceback. Results go to stdout, progress to stderr (``--quiet`` hides progress).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from oracleagentmemory.admin_cli import db, security, store
+from oracleagentmemory.admin_cli._common import (
+    POLICY_NAMES,
+    RUNTIME_PASSWORD_ENV,
+    URL_ENV,
+    CliError,
+    Console,
+    UsageError,
+)
+
+Handler = Callable[[argparse.Namespace, Console], int]
+
+_DESCRIPTION = (
+    "The admin identity's tool for Oracle AI Agent Memory with Deep Data Security. It connects "
+    "as the schema owner (store, purge-expired) or the policy administrator (policies, logins, "
+    "applications, end users, grants), never as an end user."
+)
+_EPILOG = (
+    f"Connection: --url, else ${URL_ENV}, else the embedded database (oam-admin db start). "
+    "Secrets are read from standard input or the environment, never from the command line."
+)
+
+
+class _ParseError(Exception):
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that reports errors to :func:`main` instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _ParseError(self, message)
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options accepted before or after the command (``SUPPRESS``: later ones do not reset)."""
+    common = _Parser(add_help=False, allow_abbrev=False)
+    common.add_argument("--url", default=argparse.SUPPRESS, metavar="URL",
+                        help=f"postgresql:// URL of the admin identity, without a password "
+                             f"(default: ${URL_ENV}, else the embedded database)")
+    common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="hide progress messages")
+    return common
+
+
+def _sub(group: Any, name: str, handler: Handler | None, help_text: str,
+         common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = group.add_parser(
+        name, help=help_text, description=help_text, parents=[common], allow_abbrev=False)
+    if handler is not None:
+        parser.set_defaults(handler=handler)
+    return parser
+
+
+def _store_id(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--memory-store-id", required=True, metavar="ID",
+                        help="the memory store (its tables are named <ID>_<table>)")
+
+
+def _owner(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument("--owner-schema", "--schema-owner", dest="owner_schema",
+                        required=required, metavar="SCHEMA",
+                        help="the schema (owner) that holds the store's tables")
+
+
+def _yes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--yes", action="store_true", help="confirm this destructive command")
+
+
+def _policy(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--policy", action="append", choices=POLICY_NAMES, metavar="POLICY",
+                        help=f"{' or '.join(POLICY_NAMES)}; repeat for several (default: "
+                             f"{default})")
+
+
+def _shape(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--vector-dim", type=int, metavar="N",
+                        help="dimension of local vectors (omit for a store without vectors)")
+    parser.add_argument("--search-strategy", choices=("vector", "keyword", "hybrid"))
+    parser.add_argument("--search-index-sync", choices=("on_commit", "manual", "auto"))
+    parser.add_argument("--default-ttl-days", type=int, metavar="DAYS")
+    parser.add_argument("--max-ttl-days", type=int, metavar="DAYS")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The complete ``oam-admin`` parser."""
+    common = _common()
+    parser = _Parser(prog="oam-admin", description=_DESCRIPTION, epilog=_EPILOG,
+                     parents=[common], allow_abbrev=False)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    db_parser = _sub(commands, "db", db.run_db, "start, stop or locate the embedded database",
+                     common)
+    db_actions = db_parser.add_subparsers(dest="db_command", metavar="ACTION", required=True)
+    for action, text in (("start", "start (or reuse) the server and print its URL"),
+                         ("stop", "stop the server"),
+                         ("url", "print the URL of the running server")):
+        sub = _sub(db_actions, action, None, text, common)
+        sub.add_argument("--data-dir", metavar="DIR",
+                         help="data directory (default: $OAM_EMBEDDED_PGDATA or a per-user one)")
+        if action != "stop":
+            sub.add_argument("--user", metavar="ROLE", help="print the URL for this login role")
+
+    store_parser = _sub(commands, "store", store.run_store,
+                        "create, check, upgrade or recreate a memory store (as its owner)", common)
+    store_actions = store_parser.add_subparsers(dest="store_command", metavar="ACTION",
+                                                required=True)
+    for action, text in (
+        ("create", "create the store when absent (SchemaPolicy.CREATE_IF_EMPTY); an existing "
+                   "store must be complete and current"),
+        ("check", "validate the store (REQUIRE_EXISTING) and print its version, mode and dim"),
+        ("upgrade", "create missing objects and apply upgrades (CREATE_IF_NECESSARY)"),
+        ("recreate", "drop and recreate the store, deleting every record (RECREATE); needs "
+                     "--yes"),
+    ):
+        sub = _sub(store_actions, action, None, text, common)
+        _store_id(sub)
+        if action == "check":
+            _owner(sub, required=False)
+        else:
+            _shape(sub)
+        if action == "recreate":
+            _yes(sub)
+
+    pol_parser = _sub(commands, "policies", security.run_policies,
+                      "install, remove or list Deep Data Security policies of a store", common)
+    pol_actions = pol_parser.add_subparsers(dest="policies_command", metavar="ACTION",
+                                            required=True)
+    for action, text in (("add", "install policies (row-level security, column privileges)"),
+                         ("remove", "remove policies and their grants; needs --yes"),
+                         ("list", "list the policies installed on the store")):
+        sub = _sub(pol_actions, action, None, text, common)
+        _store_id(sub)
+        _owner(sub)
+        if action != "list":
+            _policy(sub, "all shipped policies")
+        if action == "remove":
+            _yes(sub)
+
+    login_parser = _sub(commands, "runtime-login", security.run_runtime_login,
+                        "create the runtime application's database login", common)
+    login_actions = login_parser.add_subparsers(dest="runtime_login_command", metavar="ACTION",
+                                                required=True)
+    sub = _sub(login_actions, "create", None,
+               "create a login whose only privilege is the schema's runtime role (it reaches "
+               "the tables only through the policies)", common)
+    sub.add_argument("--login", required=True, metavar="NAME")
+    _owner(sub)
+    sub.add_argument("--password-stdin", action="store_true",
+                     help=f"read the password from standard input (else ${RUNTIME_PASSWORD_ENV})")
+
+    app_parser = _sub(commands, "application", security.run_application,
+                      "register an application identity", common)
+    app_actions = app_parser.add_subparsers(dest="application_command", metavar="ACTION",
+                                            required=True)
+    sub = _sub(app_actions, "create", None,
+               "register an application bound to a runtime login; prints its database access "
+               "token once", common)
+    sub.add_argument("--name", required=True, metavar="APP")
+    sub.add_argument("--login", required=True, metavar="NAME",
+                     help="the runtime login allowed to use the token")
+
+    user_parser = _sub(commands, "end-user", security.run_end_user,
+                       "create or drop local end users", common)
+    user_actions = user_parser.add_subparsers(dest="end_user_command", metavar="ACTION",
+                                              required=True)
+    for action, text in (("create", "create a local end user"),
+                         ("drop", "drop a local end user and its grants; needs --yes")):
+        sub = _sub(user_actions, action, None, text, common)
+        sub.add_argument("name", metavar="NAME")
+        if action == "drop":
+            _yes(sub)
+
+    for action, text in (("grant", "grant installed policies to end users or groups"),
+                         ("revoke", "revoke policies from end users or groups")):
+        sub = _sub(commands, action, security.run_grant, text, common)
+        _store_id(sub)
+        _owner(sub)
+        sub.add_argument("--user", action="append", metavar="NAME", help="a local end user")
+        sub.add_argument("--group", action="append", metavar="NAME",
+                         help="an identity-provider group")
+        _policy(sub, "every policy installed on the store")
+
+    grants_parser = _sub(commands, "grants", security.run_grants_list,
+                         "list grants of a store's policies", common)
+    grants_actions = grants_parser.add_subparsers(dest="grants_command", metavar="ACTION",
+                                                  required=True)
+    sub = _sub(grants_actions, "list", None, "list each principal with its policies", common)
+    _store_id(sub)
+    _owner(sub)
+
+    sub = _sub(commands, "purge-expired", store.run_purge,
+               "delete expired rows of a store (as its owner)", common)
+    _store_id(sub)
+    _owner(sub, required=False)
+    return parser
+
+
+def _refuse_secret_flags(argv: Sequence[str]) -> None:
+    for token in argv:
+        if token == "--":
+            return
+        if token == "--password" or token.startswith("--password="):
+            raise UsageError(
+                "--password is refused: secrets never go on the command line (visible to other "
+                f"local users and kept in shell history); use --password-stdin or "
+                f"${RUNTIME_PASSWORD_ENV}"
+            )
+
+
+def _one_line(exc: BaseException) -> str:
+    for line in str(exc).splitlines():
+        if line.strip():
+            return line.strip()
+    return type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``oam-admin`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    console = Console()
+    parser = build_parser()
+    try:
+        _refuse_secret_flags(arguments)
+        args = parser.parse_args(arguments)
+        console.quiet = bool(getattr(args, "quiet", False))
+        handler: Handler = args.handler
+        return handler(args, console)
+    except _ParseError as exc:
+        sys.stderr.write(exc.parser.format_usage())
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except UsageError as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except (CliError, Exception) as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""``oam-admin store ...`` and ``oam-admin purge-expired``: run as the schema owner."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.admin_cli._common import Console, admin_url, require_yes, sdk_progress
+from oracleagentmemory.core import (
+    MemoryRetentionConfig,
+    OracleDBMemoryStore,
+    SchemaPolicy,
+    SearchIndexSyncMode,
+    SearchStrategy,
+)
+
+_POLICY_OF = {
+    "create": SchemaPolicy.CREATE_IF_EMPTY,
+    "check": SchemaPolicy.REQUIRE_EXISTING,
+    "upgrade": SchemaPolicy.CREATE_IF_NECESSARY,
+    "recreate": SchemaPolicy.RECREATE,
+}
+_VERB = {
+    "create": "creating (when absent) and validating",
+    "check": "checking",
+    "upgrade": "creating missing objects and upgrading",
+    "recreate": "dropping and recreating",
+}
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """Store constructor options from the shape flags (only those given)."""
+    kwargs: dict[str, Any] = {}
+    if getattr(args, "vector_dim", None) is not None:
+        kwargs["vector_dim"] = args.vector_dim
+    if getattr(args, "search_strategy", None) is not None:
+        kwargs["search_strategy"] = SearchStrategy(args.search_strategy)
+    if getattr(args, "search_index_sync", None) is not None:
+        kwargs["search_index_sync"] = SearchIndexSyncMode(args.search_index_sync)
+    default_ttl = getattr(args, "default_ttl_days", None)
+    max_ttl = getattr(args, "max_ttl_days", None)
+    if default_ttl is not None or max_ttl is not None:
+        kwargs["memory_retention_config"] = MemoryRetentionConfig(
+            default_ttl_days=NOT_SET_MARKER if default_ttl is None else default_ttl,
+            max_ttl_days=NOT_SET_MARKER if max_ttl is None else max_ttl,
+        )
+    return kwargs
+
+
+def _describe(store: OracleDBMemoryStore, store_id: str, console: Console) -> None:
+    retention = store.memory_retention_config.resolved()
+    lines = {
+        "memory_store_id": store_id,
+        "schema_version": store.schema_version,
+        "search_strategy": store.search_strategy.value,
+        "vector_dim": store.vector_dim,
+        "default_ttl_days": retention[0],
+        "max_ttl_days": retention[1],
+    }
+    for key, value in lines.items():
+        console.out(f"{key}: {'none' if value is None else value}")
+
+
+def run_store(args: argparse.Namespace, console: Console) -> int:
+    """create / check / upgrade / recreate one store."""
+    action: str = args.store_command
+    store_id: str = args.memory_store_id
+    if action == "recreate":
+        require_yes(args, f"store recreate drops every record of memory store {store_id!r}")
+    url = admin_url(args, console)
+    kwargs = _options(args)
+    owner = getattr(args, "owner_schema", None)
+    if owner is not None:
+        kwargs["schema_owner"] = owner
+    console.progress(f"{_VERB[action]} memory store {store_id!r}")
+    with sdk_progress(console):
+        store = OracleDBMemoryStore(None, url, schema_policy=_POLICY_OF[action],
+                                    memory_store_id=store_id, **kwargs)
+    try:
+        _describe(store, store_id, console)
+    finally:
+        store.close()
+    console.progress("done")
+    return 0
+
+
+def run_purge(args: argparse.Namespace, console: Console) -> int:
+    """Delete expired rows of one store; per-table progress on stderr, the total on stdout."""
+    store_id: str = args.memory_store_id
+    url = admin_url(args, console)
+    kwargs: dict[str, Any] = {}
+    if args.owner_schema is not None:
+        kwargs["schema_owner"] = args.owner_schema
+    console.progress(f"purging expired rows of memory store {store_id!r}")
+    with sdk_progress(console):
+        store = OracleDBMemoryStore(None, url, schema_policy=SchemaPolicy.REQUIRE_EXISTING,
+                                    memory_store_id=store_id, **kwargs)
+        try:
+            removed = store.purge_expired()
+        finally:
+            store.close()
+    console.out(f"removed {removed} expired rows from memory store {store_id!r}")
+    return 0
