@@ -81,6 +81,10 @@ def run_store(args: argparse.Namespace, console: Console) -> int:
         _describe(store, store_id, console)
     finally:
         store.close()
+    if action in ("upgrade", "recreate"):
+        console.progress("if Deep Data Security policies are installed on this store, run "
+                         "`oam-admin policies add` again so the runtime's column privileges "
+                         "cover the current columns")
     console.progress("done")
     return 0
 

@@ -96,7 +96,23 @@ def _target(conn: Conn, names: StoreNames, runtime_role: str, data_role: str) ->
     bare = {t: _ident(conn, names.table(t)) for t in MANAGED_TABLES}
     bare["registry"] = _ident(conn, REGISTRY_TABLE)
     return PostgresTarget(tables=tables, bare_tables=bare,
-                          runtime_role=_ident(conn, runtime_role), data_role=data_role)
+                          runtime_role=_ident(conn, runtime_role), data_role=data_role,
+                          columns=_existing_columns(conn, names))
+
+
+def _existing_columns(conn: Conn, names: StoreNames) -> dict[str, frozenset[str]]:
+    """Columns of each managed table (a store without vectors has no ``embedding`` column)."""
+    logical = {names.table(t): t for t in MANAGED_TABLES}
+    rows = conn.execute(
+        "SELECT c.relname, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
+        "AND c.relname = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped",
+        [names.schema, list(logical)],
+    ).fetchall()
+    found: dict[str, set[str]] = {}
+    for relname, column in rows:
+        found.setdefault(logical[relname], set()).add(column)
+    return {table: frozenset(columns) for table, columns in found.items()}
 
 
 def store_exists(conn: Conn, names: StoreNames) -> bool:
