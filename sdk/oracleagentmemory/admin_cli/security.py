@@ -93,8 +93,9 @@ def run_application(args: argparse.Namespace, console: Console) -> int:
         except psycopg.errors.UniqueViolation:
             raise CliError(f"application {args.name!r} already exists; its token was shown when "
                            "it was created and cannot be shown again") from None
-    console.warn("the database access token below is shown only this once: store it in your "
-                 "secret manager now (the runtime passes it to create_end_user_security_context)")
+    console.warn("the database access token (on standard output) is shown only this once: "
+                 "store it in your secret manager now (the runtime passes it to "
+                 "create_end_user_security_context)")
     console.out(credential.token())
     return 0
 

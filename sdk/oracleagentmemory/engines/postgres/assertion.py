@@ -37,7 +37,7 @@ class ApplicationCredential:
         if len(parts) != 3 or parts[0] != TOKEN_PREFIX or not _APP_NAME.fullmatch(parts[1]):
             raise ValueError(
                 "database_access_token is not an application token issued by "
-                "`oam-admin create-application` (expected oamapp1.<app>.<key>)"
+                "`oam-admin application create` (expected oamapp1.<app>.<key>)"
             )
         try:
             key = bytes.fromhex(parts[2])
@@ -119,8 +119,8 @@ def create_end_user_security_context(
     """Create an end-user security context (the call shape of ``oracledb``'s function).
 
     ``database_access_token`` is the application token printed by ``oam-admin
-    create-application``. ``end_user_identity`` is ``(name, key)`` for a local end user created
-    with ``oam-admin create-end-user`` (``key`` is a lookup key and may be ``None``), or an
+    application create``. ``end_user_identity`` is ``(name, key)`` for a local end user created
+    with ``oam-admin end-user create`` (``key`` is a lookup key and may be ``None``), or an
     :class:`IdentityProviderUser` (name and groups) that the caller has authenticated.
     """
     credential = ApplicationCredential.parse(database_access_token)

@@ -10,12 +10,14 @@ from typing import Any
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
 
 from oracleagentmemory.engines.base import Engine
 from oracleagentmemory.engines.postgres.context_sql import (
     apply_security_context,
     clear_security_context,
+    context_transaction,
 )
 from oracleagentmemory.engines.postgres.session import PostgresSession
 
@@ -80,10 +82,16 @@ class PostgresEngine(Engine):
 
         The assertion lives in a transaction-local setting, so commit or rollback removes it;
         afterwards the engine checks that it is gone and discards a connection where it is not.
+        On an idle connection (always, from a pool) those steps share the round trips of
+        ``BEGIN`` and ``COMMIT``; inside a caller's open transaction they run on their own.
         """
         if conn.closed:
             raise RuntimeError("the database connection is closed")
         self.ensure_vector_adapters(conn)
+        if security is not None and conn.info.transaction_status == TransactionStatus.IDLE:
+            with context_transaction(conn, security):
+                yield PostgresSession(conn, self)
+            return
         try:
             with conn.transaction():
                 if security is not None:

@@ -37,10 +37,11 @@ HNSW_VISITS_PER_TUPLE = 8
 def run_search(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan) -> list[SearchHit]:
     """Up to ``plan.k`` distinct records, best first, with their distances."""
     budget = max(plan.k * 4, 40)
-    exact = plan.mode == "keyword" or _few_scoped_chunks(conn, names, plan, budget)
+    scoped = _few_scoped_chunks(conn, names, plan, budget)
+    exact = plan.mode == "keyword" or scoped
     while True:
         _configure(conn, budget)
-        rows = _candidates(conn, names, plan, budget, exact)
+        rows = _candidates(conn, names, plan, budget, exact, scoped)
         hits = _best_per_record(rows)
         if len(hits) >= plan.k:
             return hits[: plan.k]
@@ -101,14 +102,16 @@ def _best_per_record(rows: Sequence[tuple[str, str, float]]) -> list[SearchHit]:
 
 
 def _candidates(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan,
-                budget: int, exact: bool) -> list[tuple[str, str, float]]:
+                budget: int, exact: bool, scoped: bool = False
+                ) -> list[tuple[str, str, float]]:
     params: list[Any] = []
     if plan.mode == "vector":
-        statement = _limited(_vector_arms(names, plan, budget, exact, params), budget, params)
+        statement = _limited(_vector_arms(names, plan, budget, exact, params, scoped), budget,
+                             params)
     elif plan.mode == "keyword":
         statement = _limited(_keyword_arms(names, plan, budget, params), budget, params)
     else:
-        statement = _hybrid(names, plan, budget, exact, params)
+        statement = _hybrid(names, plan, budget, exact, params, scoped)
     return [(r[0], r[1], float(r[2])) for r in conn.execute(statement, params).fetchall()]
 
 
@@ -183,30 +186,37 @@ def _join_and_filters(names: StoreNames, plan: SearchPlan, parent: str, types: t
 
 
 def _vector_arms(names: StoreNames, plan: SearchPlan, budget: int, exact: bool,
-                 params: list[Any]) -> list[sql.Composable]:
-    """One ``ORDER BY distance LIMIT`` per parent table; ``exact`` bypasses the HNSW index."""
+                 params: list[Any], scoped: bool = False) -> list[sql.Composable]:
+    """One ``ORDER BY distance LIMIT`` per parent table; ``exact`` bypasses the HNSW index.
+
+    ``scoped`` (with ``exact``): the chunk filters keep few chunks (:func:`_few_scoped_chunks`),
+    so each arm sorts them all before probing their parents (:func:`_scoped_vector_arm`).
+    """
+    # "+ 0" hides the operator from the planner, which then scans the filtered rows exactly.
+    order = "(c.embedding <=> %s::vector) + 0" if exact else "c.embedding <=> %s::vector"
     arms: list[sql.Composable] = []
     for parent, types in _arms(plan):
-        if exact:
-            arms.append(_exact_vector_arm(names, plan, parent, types, budget, params))
+        if exact and scoped:
+            arms.append(_scoped_vector_arm(names, plan, parent, types, budget, params))
             continue
         source, where, where_params = _join_and_filters(names, plan, parent, types)
         arms.append(sql.SQL(
             "(SELECT c.record_type, c.record_id, (c.embedding <=> %s::vector) AS d FROM {} "
-            "WHERE {} AND c.embedding IS NOT NULL ORDER BY c.embedding <=> %s::vector LIMIT %s)"
+            "WHERE {} AND c.embedding IS NOT NULL ORDER BY " + order + " LIMIT %s)"
         ).format(source, where))
         params.extend([plan.vector, *where_params, plan.vector, budget])
     return arms
 
 
-def _exact_vector_arm(names: StoreNames, plan: SearchPlan, parent: str, types: tuple[str, ...],
-                      budget: int, params: list[Any]) -> sql.Composable:
-    """An exact arm: the chunks the chunk filters keep, sorted by distance, then joined.
+def _scoped_vector_arm(names: StoreNames, plan: SearchPlan, parent: str,
+                       types: tuple[str, ...], budget: int, params: list[Any]) -> sql.Composable:
+    """An exact arm over few chunks: sort the chunks the chunk filters keep, then join.
 
-    "+ 0" hides the operator from the planner, so no HNSW scan serves the order; the chunks are
-    found by the scope indexes (or a sequential scan) and sorted exactly. Sorting before the join
-    lets the parent rows be probed lazily, best chunk first, until ``budget`` rows pass the parent
-    filters, instead of joining every filtered chunk before the sort.
+    "+ 0" hides the operator from the planner, so no HNSW scan serves the order; the chunks come
+    from the user index and are sorted exactly. Sorting before the join lets the parent rows be
+    probed lazily, best chunk first, until ``budget`` rows pass the parent filters, instead of
+    joining every filtered chunk (often by scanning the whole parent table) before the sort.
+    The full sort is why this form is kept for filters that keep few chunks.
     """
     chunk_where, chunk_params = _chunk_filters(plan, types)
     parent_where, parent_params = _parent_filters(plan, parent)
@@ -246,14 +256,15 @@ def _keyword_arms(names: StoreNames, plan: SearchPlan, budget: int,
 
 
 def _hybrid(names: StoreNames, plan: SearchPlan, budget: int, exact: bool,
-            params: list[Any]) -> sql.Composed:
+            params: list[Any], scoped: bool = False) -> sql.Composed:
     """Vector and keyword candidates fused by reciprocal-rank fusion in one statement.
 
     Each side ranks records (best chunk per record) from 1; a record scores
     ``1/(RRF_K + vector_rank) + 1/(RRF_K + keyword_rank)`` (a missing side adds 0). The distance is
     ``1 - score / (2 / (RRF_K + 1))``: 0 for a record ranked first on both sides, below 1 always.
     """
-    vector = sql.SQL(" UNION ALL ").join(_vector_arms(names, plan, budget, exact, params))
+    vector = sql.SQL(" UNION ALL ").join(
+        _vector_arms(names, plan, budget, exact, params, scoped))
     keyword = sql.SQL(" UNION ALL ").join(_keyword_arms(names, plan, budget, params))
     params.append(budget)
     return sql.SQL(

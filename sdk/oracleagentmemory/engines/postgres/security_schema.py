@@ -94,21 +94,28 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
         SET search_path = pg_catalog, pg_temp AS $fn$
         SELECT oam_sec.claims()->>'u'
     $fn$""",
+    # PL/pgSQL so that the assertion is verified once per call: in an SQL body the planner
+    # inlines a "(SELECT oam_sec.claims() AS p) c" subquery into every use of c.p, which
+    # verified the assertion five times per call.
     """CREATE OR REPLACE FUNCTION oam_sec.has_data_role(role text) RETURNS boolean
-        LANGUAGE sql STABLE SECURITY DEFINER
+        LANGUAGE plpgsql STABLE SECURITY DEFINER
         SET search_path = pg_catalog, pg_temp AS $fn$
-        SELECT coalesce((
-            SELECT (jsonb_array_length(coalesce(c.p->'r', '[]'::jsonb)) = 0 OR c.p->'r' ? role)
-               AND EXISTS (
-                   SELECT 1 FROM oam_sec.data_role_grant g
-                   WHERE g.role_name = role
-                     -- a grant to a local end user never extends to an identity-provider user
-                     -- who happens to carry the same name
-                     AND ((g.principal_type = 'user' AND c.p->>'k' = 'local'
-                           AND g.principal = c.p->>'u')
-                       OR (g.principal_type = 'group'
-                           AND coalesce(c.p->'g', '[]'::jsonb) ? g.principal)))
-            FROM (SELECT oam_sec.claims() AS p) c WHERE c.p IS NOT NULL), false)
+    DECLARE
+        p jsonb := oam_sec.claims();
+    BEGIN
+        IF p IS NULL THEN
+            RETURN false;
+        END IF;
+        RETURN coalesce((jsonb_array_length(coalesce(p->'r', '[]'::jsonb)) = 0 OR p->'r' ? role)
+           AND EXISTS (
+               SELECT 1 FROM oam_sec.data_role_grant g
+               WHERE g.role_name = role
+                 -- a grant to a local end user never extends to an identity-provider user
+                 -- who happens to carry the same name
+                 AND ((g.principal_type = 'user' AND p->>'k' = 'local' AND g.principal = p->>'u')
+                   OR (g.principal_type = 'group'
+                       AND coalesce(p->'g', '[]'::jsonb) ? g.principal))), false);
+    END
     $fn$""",
     """CREATE OR REPLACE FUNCTION oam_sec.apply_assertion(assertion text) RETURNS text
         LANGUAGE plpgsql VOLATILE AS $fn$
