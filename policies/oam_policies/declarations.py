@@ -5,6 +5,7 @@ from __future__ import annotations
 from oam_policies.model import (
     AllOf,
     Always,
+    AnyOf,
     DataRolePolicy,
     EndUserIs,
     Equals,
@@ -14,6 +15,12 @@ from oam_policies.model import (
 )
 
 OWN = EndUserIs("user_id")
+
+MEMORY_RECORD_TYPES = ("memory", "fact", "guideline", "preference")
+"""Record types stored in the memory table (their retrieval rows carry these types)."""
+
+IS_MEMORY_CHUNK = AnyOf(tuple(Equals("record_type", t) for t in MEMORY_RECORD_TYPES))
+"""A retrieval row of a memory-like record (a message may share a global memory's id)."""
 
 _TIMES = ("event_ts",)
 _SCOPE = ("thread_id", "user_id", "agent_id")
@@ -107,7 +114,10 @@ GLOBAL_MEMORIES = DataRolePolicy(
         TableGrant("memory", IsNull("user_id")),
         TableGrant(
             "record_chunks",
-            ExistsVisible("memory", key="id", column="record_id", where=IsNull("user_id")),
+            AllOf((
+                IS_MEMORY_CHUNK,
+                ExistsVisible("memory", key="id", column="record_id", where=IsNull("user_id")),
+            )),
         ),
         TableGrant("memory_link", LINK_ENDPOINTS_VISIBLE),
     ),

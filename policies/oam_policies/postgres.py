@@ -40,13 +40,16 @@ class PostgresTarget:
 
     ``tables`` maps logical table names to quoted, schema-qualified names; ``bare_tables`` maps
     them to the quoted unqualified name used to correlate subqueries; ``runtime_role`` is the
-    quoted database role of the runtime logins; ``data_role`` the data role's name.
+    quoted database role of the runtime logins; ``data_role`` the data role's name. ``columns``,
+    when given, maps logical table names to the columns that exist: column privileges then name
+    only those (a store created without vector storage has no ``embedding`` column).
     """
 
     tables: Mapping[str, str]
     bare_tables: Mapping[str, str]
     runtime_role: str
     data_role: str
+    columns: Mapping[str, frozenset[str]] | None = None
 
 
 def render_predicate(predicate: Predicate, target: PostgresTarget, table: str) -> str:
@@ -141,6 +144,10 @@ def render_privileges(policies: list[DataRolePolicy], target: PostgresTarget) ->
                 insert.setdefault(grant.table, set()).update(grant.insert_columns)
             if grant.update_columns is not None:
                 update.setdefault(grant.table, set()).update(grant.update_columns)
+    if target.columns is not None:
+        existing = target.columns
+        insert = {t: c & existing.get(t, frozenset()) for t, c in insert.items()}
+        update = {t: c & existing.get(t, frozenset()) for t, c in update.items()}
     statements: list[str] = []
     role = target.runtime_role
     for table in sorted(select):
@@ -148,9 +155,13 @@ def render_privileges(policies: list[DataRolePolicy], target: PostgresTarget) ->
     for table in sorted(delete):
         statements.append(f"GRANT DELETE ON {target.tables[table]} TO {role}")
     for table, columns in sorted(insert.items()):
+        if not columns:
+            continue
         cols = ", ".join(_name(c, "column") for c in sorted(columns))
         statements.append(f"GRANT INSERT ({cols}) ON {target.tables[table]} TO {role}")
     for table, columns in sorted(update.items()):
+        if not columns:
+            continue
         cols = ", ".join(_name(c, "column") for c in sorted(columns))
         statements.append(f"GRANT UPDATE ({cols}) ON {target.tables[table]} TO {role}")
     return statements
