@@ -12,7 +12,6 @@ from psycopg.pq import TransactionStatus
 from oracleagentmemory.engines.base import SecurityContextError
 
 _APPLY = "SELECT oam_sec.apply_assertion(%s)"
-_READ_ASSERTION = "SELECT current_setting('oam.end_user_assertion', true)"
 
 
 def _assertion(security: Any) -> str:
@@ -55,25 +54,23 @@ def apply_security_context(conn: psycopg.Connection[Any], security: Any) -> None
 def context_transaction(conn: psycopg.Connection[Any], security: Any) -> Iterator[None]:
     """One transaction on an idle connection, run as ``security``'s end user.
 
-    Same steps as :func:`apply_security_context` then :func:`clear_security_context`, without
-    their two extra round trips: ``BEGIN`` travels with the apply-and-verify statement, and
-    ``COMMIT`` (or ``ROLLBACK``) with the check that the assertion is gone, each pair in one
-    pipeline. The check still completes before the connection is released; a connection that
-    fails it is closed. The assertion stays a bound parameter (never statement text, which
-    other sessions of the same login could read in ``pg_stat_activity``).
+    The steps of :func:`apply_security_context` and :func:`clear_security_context` with one
+    round trip fewer: ``COMMIT`` (or ``ROLLBACK``) and the check that the assertion is gone
+    travel as one simple-protocol query. Neither carries a secret: the assertion is only ever a
+    bound parameter, never statement text (which other sessions of the same login could read
+    in ``pg_stat_activity``). The check completes before the connection is released; a
+    connection that fails it is closed.
     """
     assertion = _assertion(security)
     saved = conn.autocommit
-    conn.autocommit = True  # the transaction is delimited by the explicit statements below
+    conn.autocommit = False  # the apply statement opens the transaction (psycopg sends BEGIN)
     try:
         try:
             try:
-                with conn.pipeline():
-                    conn.execute(_begin_statement(conn), prepare=False)
-                    cursor = conn.execute(_APPLY, [assertion])
+                row = conn.execute(_APPLY, [assertion]).fetchone()
             except psycopg.errors.UndefinedFunction as exc:
                 raise _no_security_schema() from exc
-            _check_seen(cursor.fetchone(), security)
+            _check_seen(row, security)
             yield
         except BaseException:
             _end_and_check(conn, "ROLLBACK")
@@ -84,34 +81,18 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any) -> Iterato
             conn.autocommit = saved
 
 
-def _begin_statement(conn: psycopg.Connection[Any]) -> str:
-    """``BEGIN`` with the connection's transaction characteristics (as psycopg would send)."""
-    parts = ["BEGIN"]
-    if conn.isolation_level is not None:
-        parts.append("ISOLATION LEVEL " + conn.isolation_level.name.replace("_", " "))
-    if conn.read_only is not None:
-        parts.append("READ ONLY" if conn.read_only else "READ WRITE")
-    if conn.deferrable is not None:
-        parts.append("DEFERRABLE" if conn.deferrable else "NOT DEFERRABLE")
-    return " ".join(parts)
-
-
 def _end_and_check(conn: psycopg.Connection[Any], command: str) -> None:
-    """End the transaction and verify, in the same round trip, that no assertion survived."""
+    """End the transaction and check, in the same round trip, that no assertion survived.
+
+    The check is ``SHOW`` (a utility statement: nothing to plan), which fails only for a
+    setting never defined in the session; once the apply statement has run it is defined.
+    """
     try:
-        with conn.pipeline():
-            conn.execute(command, prepare=False)
-            cursor = conn.execute(_READ_ASSERTION)
-        row = cursor.fetchone()
+        cursor = conn.execute(f"{command}; SHOW oam.end_user_assertion", prepare=False)
+        row = cursor.fetchone() if cursor.nextset() else ("unknown",)
     except psycopg.Error:
-        # COMMIT failed (the server rolled back) or the connection broke: verify on its own,
+        # COMMIT failed (the server rolled back) or the connection broke: check on its own,
         # discarding the connection if that fails, then report the original error.
-        if not conn.closed and conn.info.transaction_status in (
-                TransactionStatus.INTRANS, TransactionStatus.INERROR):
-            try:
-                conn.execute("ROLLBACK", prepare=False)
-            except psycopg.Error:
-                pass
         clear_security_context(conn)
         if command == "COMMIT":
             raise

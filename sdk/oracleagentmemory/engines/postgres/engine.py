@@ -82,8 +82,8 @@ class PostgresEngine(Engine):
 
         The assertion lives in a transaction-local setting, so commit or rollback removes it;
         afterwards the engine checks that it is gone and discards a connection where it is not.
-        On an idle connection (always, from a pool) those steps share the round trips of
-        ``BEGIN`` and ``COMMIT``; inside a caller's open transaction they run on their own.
+        On an idle connection (always, from a pool) the check shares the round trip of
+        ``COMMIT``; inside a caller's open transaction each step runs on its own.
         """
         if conn.closed:
             raise RuntimeError("the database connection is closed")
