@@ -960,3 +960,20 @@ def test_a_connection_carrying_a_session_assertion_is_discarded(dds: Any, fresh:
                            "the connection was discarded"):
             store.list("memory")
         assert conn.closed
+
+
+def test_a_signed_assertion_without_expiry_is_rejected(dds: Any) -> None:
+    """A correctly signed assertion with no ``exp`` claim must not live forever."""
+    from oracleagentmemory.engines.postgres.assertion import ApplicationCredential
+
+    credential = ApplicationCredential.parse(dds.token)
+    claims = {"app": credential.app_name, "u": "alice", "k": "local", "g": [], "r": [], "a": {},
+              "n": "00"}
+    body = json.dumps(claims, separators=(",", ":"), sort_keys=True).encode().hex()
+    signature = hmac.new(credential.key, body.encode("ascii"), hashlib.sha256).hexdigest()
+    with psycopg.connect(dds.runtime_url) as conn:
+        row = conn.execute("SELECT oam_sec.apply_assertion(%s)", [f"{body}.{signature}"]).fetchone()
+        assert row == (None,)
+        valid = conn.execute("SELECT oam_sec.apply_assertion(%s)",
+                             [dds.context("alice").assertion()]).fetchone()
+        assert valid == ("alice",)

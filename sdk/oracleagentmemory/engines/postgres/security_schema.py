@@ -74,7 +74,8 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
                 <> signature THEN
             RETURN NULL;
         END IF;
-        IF (payload->>'exp')::double precision < extract(epoch FROM now()) THEN
+        IF payload->>'exp' IS NULL
+                OR (payload->>'exp')::double precision < extract(epoch FROM now()) THEN
             RETURN NULL;
         END IF;
         IF coalesce(payload->>'u', '') = '' THEN
