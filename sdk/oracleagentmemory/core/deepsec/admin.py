@@ -169,15 +169,20 @@ def _roles(conn: psycopg.Connection[Any], names: StoreNames,
     return roles
 
 
+def _principals(principals: Sequence[Principal]) -> list[tuple[str, str]]:
+    """``(kind, name)`` of each principal; the list must not be empty."""
+    if not isinstance(principals, (list, tuple)) or not principals:
+        raise ValueError("principals must be a non-empty list")
+    return [_principal(p, n) for n, p in enumerate(principals)]
+
+
 def grant_agent_memory_policies(connection: Any, memory_store_id: str, owner_schema: str,
                                 principals: list[Principal],
                                 policies: list[DeepDataSecurityPolicy]) -> None:
     """Grant installed policies to local end users and identity-provider groups."""
     chosen = _policies(policies)
     names = _names(owner_schema, memory_store_id)
-    if not isinstance(principals, (list, tuple)) or not principals:
-        raise ValueError("principals must be a non-empty list")
-    targets = [_principal(p, n) for n, p in enumerate(principals)]
+    targets = _principals(principals)
     with _admin_transaction(connection, "grant_agent_memory_policies") as conn:
         _require_store(conn, names, memory_store_id)
         roles = _roles(conn, names, chosen)
@@ -194,9 +199,7 @@ def revoke_agent_memory_policies(connection: Any, memory_store_id: str, owner_sc
     """Revoke policies from principals (revoking what was never granted is not an error)."""
     chosen = _policies(policies)
     names = _names(owner_schema, memory_store_id)
-    if not isinstance(principals, (list, tuple)) or not principals:
-        raise ValueError("principals must be a non-empty list")
-    targets = [_principal(p, n) for n, p in enumerate(principals)]
+    targets = _principals(principals)
     with _admin_transaction(connection, "revoke_agent_memory_policies") as conn:
         _require_store(conn, names, memory_store_id)
         roles = _roles(conn, names, chosen)
