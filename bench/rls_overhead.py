@@ -130,10 +130,40 @@ def create_store(env: DdsEnvironment, store_id: str, dim: int, user: str) -> Non
                                     POLICIES)
 
 
-def load(env: DdsEnvironment, users: int, per_user: int, dim: int) -> Corpus:
-    store_id = f"rls{os.getpid() % 100000}"
+def _hnsw_index(store_id: str) -> tuple[str, sql.Identifier, sql.Identifier]:
+    """The HNSW index of the store's chunks: its name, qualified, and the qualified table."""
+    names = store_names(memory_store_id=store_id, table_name_prefix=None, schema_owner=OWNER,
+                        fold="lower")
+    index = names.object_name("record_chunks_hnsw_ix")
+    return (index, sql.Identifier(OWNER, index),
+            sql.Identifier(OWNER, names.table("record_chunks")))
+
+
+def existing_corpus(env: DdsEnvironment, store_id: str, users: int) -> Corpus | None:
+    """A store a previous ``--keep`` run loaded, or ``None``."""
+    measured = user_name(users // 2)
+    with psycopg.connect(env.owner_url, autocommit=True) as conn:
+        table = sql.Identifier(OWNER, f"{store_id}_memory")
+        found = conn.execute("SELECT to_regclass(%s) IS NOT NULL",
+                             [table.as_string(conn)]).fetchone()
+        if not found or not found[0]:
+            return None
+        ids = [r[0] for r in conn.execute(
+            sql.SQL("SELECT id FROM {} WHERE user_id = %s ORDER BY row_seq").format(table),
+            [measured]).fetchall()]
+    return Corpus(store_id, measured, ids, 0.0) if ids else None
+
+
+def load(env: DdsEnvironment, users: int, per_user: int, dim: int,
+         store_id: str | None = None) -> Corpus:
+    """Create and fill a store; the HNSW index is built once after the load (much faster than
+    maintaining it on every insert), then every table is ``VACUUM ANALYZE``d."""
+    store_id = store_id or f"rls{os.getpid() % 100000}"
     measured = user_name(users // 2)
     create_store(env, store_id, dim, measured)
+    index_name, index, chunks = _hnsw_index(store_id)
+    with psycopg.connect(env.owner_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP INDEX {}").format(index))
     owner = OracleDBMemoryStore(None, env.owner_url, schema_policy=SchemaPolicy.REQUIRE_EXISTING,
                                 memory_store_id=store_id)
     rng = np.random.default_rng(SEED)
@@ -154,6 +184,11 @@ def load(env: DdsEnvironment, users: int, per_user: int, dim: int) -> Corpus:
         print()
     finally:
         owner.close()
+    with psycopg.connect(env.owner_url, autocommit=True) as conn:
+        print("  building the HNSW index ...", flush=True)
+        conn.execute("SET maintenance_work_mem = '512MB'")
+        conn.execute(sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding vector_cosine_ops)")
+                     .format(sql.Identifier(index_name), chunks))
     seconds = time.perf_counter() - start
     with psycopg.connect(env.owner_url, autocommit=True) as conn:
         for logical in ("memory", "record_chunks", "memory_link", "actor_profile"):
@@ -519,6 +554,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="timed calls per operation per side")
     parser.add_argument("--warmup", type=int, default=30, help="untimed calls first")
     parser.add_argument("--dim", type=int, default=384, help="embedding dimension")
+    parser.add_argument("--store-id", help="memory store id; with --keep, a store loaded by "
+                                           "an earlier --keep run is reused")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the store (and reuse it when it exists)")
     parser.add_argument("--url", help="a superuser's PostgreSQL URL (default: a temporary "
                                       "embedded server)")
     args = parser.parse_args(argv)
@@ -536,7 +575,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.users} users x {args.per_user:,} memories, {args.dim}-d random unit "
               f"embeddings, {args.iterations} timed calls per operation per side after "
               f"{args.warmup} warm-up, {os.cpu_count()} CPUs", flush=True)
-        corpus = load(env, args.users, args.per_user, args.dim)
+        corpus = (existing_corpus(env, args.store_id, args.users)
+                  if args.keep and args.store_id else None)
+        if corpus is None:
+            corpus = load(env, args.users, args.per_user, args.dim, args.store_id)
         try:
             print(f"  loaded in {corpus.load_seconds:.1f} s; measured end user {corpus.user} "
                   f"({len(corpus.user_ids):,} memories)", flush=True)
@@ -554,7 +596,8 @@ def main(argv: list[str] | None = None) -> int:
             for line in explain_list(env, corpus, *trips.list_query):
                 print("  " + line)
         finally:
-            drop(env, corpus)
+            if not args.keep:
+                drop(env, corpus)
     finally:
         if tmpdir is not None:
             embedded.stop(Path(tmpdir.name) / "pgdata")
