@@ -10,6 +10,7 @@ statement succeeds with a valid context, so a test cannot pass because the state
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -42,6 +43,9 @@ from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE
 from oracleagentmemory.engines.postgres import deepsec_admin
 from psycopg import errors, sql
 from psycopg.pq import TransactionStatus
+
+APPLY = "SELECT oam_sec.apply_assertion(%s)"
+SET_BY_HAND = "SELECT set_config('oam.end_user_assertion', %s, true)"
 
 RLS_VIOLATION = "new row violates row-level security policy"
 PERMISSION_DENIED = "permission denied for table"
@@ -212,11 +216,12 @@ FORGERY_NAMES = [
 
 
 @contextmanager
-def with_assertion(conn: Conn, assertion: str | None) -> Iterator[Conn]:
-    """One transaction with ``assertion`` in the transaction-local setting (as the SDK does)."""
+def with_assertion(conn: Conn, assertion: str | None, by_hand: bool = False) -> Iterator[Conn]:
+    """One transaction with ``assertion`` applied as the SDK does (``oam_sec.apply_assertion``)
+    or, ``by_hand``, only written into the transaction-local setting."""
     with conn.transaction():
         if assertion is not None:
-            conn.execute("SELECT set_config('oam.end_user_assertion', %s, true)", [assertion])
+            conn.execute(SET_BY_HAND if by_hand else APPLY, [assertion])
         yield conn
 
 
@@ -289,16 +294,45 @@ def assert_sees_and_writes_nothing(conn: Conn, seeded: Seeded, run: Callable[[],
                     assert conn.execute(statement).rowcount == 0, (logical, statement)
 
 
+@pytest.mark.parametrize("by_hand", [False, True], ids=["applied", "set_by_hand"])
 @pytest.mark.parametrize("name", FORGERY_NAMES)
 def test_forged_assertion_set_per_transaction_reads_and_writes_nothing(
-        dds: Any, shared: Seeded, name: str) -> None:
+        dds: Any, shared: Seeded, name: str, by_hand: bool) -> None:
     forgery = forgeries(dds)[name]
     before = owner_rows(dds, shared)
     url = dds.other_runtime_url if forgery.other_login else dds.runtime_url
     with psycopg.connect(url, autocommit=True) as conn:
         assert_sees_and_writes_nothing(
-            conn, shared, lambda: with_assertion(conn, forgery.value), forgery.user)
+            conn, shared, lambda: with_assertion(conn, forgery.value, by_hand), forgery.user)
     assert owner_rows(dds, shared) == before
+
+
+def test_valid_assertion_set_by_hand_without_applying_it_reads_and_writes_nothing(
+        dds: Any, shared: Seeded) -> None:
+    """Policies trust only assertions that ``apply_assertion`` verified in this very session:
+    a valid assertion written into the setting by hand, or applied in another session, counts
+    for nothing."""
+    before = owner_rows(dds, shared)
+    assertion = dds.context("alice").assertion()
+    with psycopg.connect(dds.runtime_url) as other:
+        assert other.execute(APPLY, [assertion]).fetchone() == ("alice",)
+        with psycopg.connect(dds.runtime_url, autocommit=True) as conn:
+            assert_sees_and_writes_nothing(
+                conn, shared, lambda: with_assertion(conn, assertion, by_hand=True), "alice")
+    assert owner_rows(dds, shared) == before
+
+
+def test_applied_assertion_stops_counting_when_it_expires(dds: Any, shared: Seeded) -> None:
+    """A verified assertion set again by hand after its expiry reads nothing."""
+    soon = dataclasses.replace(dds.context("alice"), lifetime_seconds=1)
+    assertion = soon.assertion()
+    with psycopg.connect(dds.runtime_url, autocommit=True) as conn:
+        with with_assertion(conn, assertion):
+            row = conn.execute(count_statement(shared, "memory")).fetchone()
+            assert row is not None and row[0] > 0
+        time.sleep(1.2)
+        assert_sees_and_writes_nothing(
+            conn, shared, lambda: with_assertion(conn, assertion, by_hand=True), "alice")
 
 
 @pytest.mark.parametrize("name", [n for n in FORGERY_NAMES if n != "none"])
@@ -354,8 +388,7 @@ def test_positive_control_a_valid_assertion_reads_and_writes(dds: Any, shared: S
                     continue
                 conn.execute("BEGIN")
                 try:
-                    conn.execute("SELECT set_config('oam.end_user_assertion', %s, true)",
-                                 [assertion])
+                    conn.execute(APPLY, [assertion])
                     assert conn.execute(insert_statement(shared, logical, "alice")
                                         ).rowcount == 1, logical
                     assert conn.execute(update_statement(shared, logical)).rowcount >= 1, logical
@@ -452,8 +485,19 @@ def test_runtime_login_attributes_and_memberships(dds: Any) -> None:
             "SELECT p.proname, has_function_privilege(%s, p.oid, 'EXECUTE') FROM pg_proc p "
             "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'oam_sec' "
             "ORDER BY p.proname", [RUNTIME]).fetchall()
-        assert functions == [("apply_assertion", True), ("claims", False), ("end_user", True),
-                             ("has_data_role", True)]
+        assert functions == [("apply_assertion", True), ("bump_grants_version", False),
+                             ("claims", False), ("end_user", True), ("has_data_role", True),
+                             ("role_user", True), ("verify_assertion", False)]
+        readable = conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'oam_sec' AND c.relkind IN ('r', 'v') "
+            "AND has_table_privilege(%s, c.oid, 'SELECT') ORDER BY 1", [RUNTIME]).fetchall()
+        assert readable == [("grants_version",), ("session_end_user",)]
+        writable = conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'oam_sec' AND has_table_privilege(%s, c.oid, "
+            "'INSERT, UPDATE, DELETE, TRUNCATE')", [RUNTIME]).fetchall()
+        assert writable == []
 
 
 def _expected_privileges() -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]]:
@@ -510,7 +554,9 @@ def test_runtime_privileges_are_exactly_the_declared_ones(dds: Any, shared: Seed
     assert {logical_of[t] for (t,) in select_columns} == {t for t, p in expected_tables
                                                            if p == "SELECT"}
     assert direct == []
-    assert security == []
+    # Of the security schema, only the grants version and the caller's own verified
+    # assertions (a view filtered to its backend) are readable; nothing is writable.
+    assert sorted(security) == [("grants_version", "SELECT"), ("session_end_user", "SELECT")]
 
 
 def test_no_row_leaks_through_user_functions_or_statistics(dds: Any, shared: Seeded) -> None:

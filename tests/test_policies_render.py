@@ -48,6 +48,7 @@ NEVER_UPDATED = {"id", "user_id", "thread_id", "agent_id", "record_type", "recor
                  "source_type", "target_type", "created_at", "row_seq"}
 NEVER_INSERTED = {"created_at", "row_seq", "search_tsv"}
 ROLE = "s_store_oam_own_user_rows"
+END_USER = f"(SELECT u FROM oam_sec.role_user('{ROLE}') u)"
 
 
 def target(data_role: str = ROLE, columns: dict[str, frozenset[str]] | None = None
@@ -194,27 +195,38 @@ def test_security_functions_are_wrapped_in_select_for_once_per_statement(
 ) -> None:
     for match in created(render_policy(policy, target())):
         text = match["rest"]
-        assert f"(SELECT oam_sec.has_data_role('{ROLE}'))" in text
-        # Every call is a scalar subquery: an InitPlan, evaluated once per statement.
-        calls = re.findall(r"(.{8})oam_sec\.(end_user|has_data_role)\(", text)
-        assert calls and all(prefix == "(SELECT " for prefix, _ in calls)
+        # Every lookup is an uncorrelated subquery naming this policy's data role: an
+        # InitPlan, evaluated once per statement.
+        calls = re.findall(
+            r"(\(SELECT u FROM |EXISTS \(SELECT FROM )?oam_sec\.role_user\('([a-z0-9_]+)'\)", text)
+        assert calls and all(prefix for prefix, _ in calls), calls
+        assert {role for _, role in calls} == {ROLE}
+        assert "end_user()" not in text and "has_data_role" not in text
 
 
 def test_own_rows_predicates_compare_with_the_end_user() -> None:
     by_table = {m["table"]: m["rest"] for m in created(render_policy(OWN_USER_ROWS, target()))}
     for table in OWNED_RECORD_TABLES:
-        assert "user_id = (SELECT oam_sec.end_user())" in by_table[f'"sch"."st_{table}"']
-    assert ("actor_type = 'user' AND actor_id = (SELECT oam_sec.end_user())"
+        assert f"user_id = {END_USER}" in by_table[f'"sch"."st_{table}"']
+        # Comparing with the end user already requires the data role: no separate check.
+        assert "EXISTS (SELECT FROM oam_sec.role_user" not in by_table[f'"sch"."st_{table}"']
+    assert (f"actor_type = 'user' AND actor_id = {END_USER}"
             in by_table['"sch"."st_actor_profile"'])
+
+
+def test_predicates_without_the_end_user_check_the_data_role() -> None:
+    by_table = {m["table"]: m["rest"] for m in created(render_policy(GLOBAL_MEMORIES, target()))}
+    memory = by_table['"sch"."st_memory"']
+    assert f"user_id IS NULL AND EXISTS (SELECT FROM oam_sec.role_user('{ROLE}'))" in memory
 
 
 def test_exists_predicate_correlates_with_the_outer_table() -> None:
     rendered = render_predicate(LINK_ENDPOINTS_OWNED, target(), "memory_link")
     assert rendered == (
         '(EXISTS (SELECT 1 FROM "sch"."st_memory" x WHERE x.id = "st_memory_link".source_id '
-        "AND x.user_id = (SELECT oam_sec.end_user())) AND "
+        f"AND x.user_id = {END_USER}) AND "
         'EXISTS (SELECT 1 FROM "sch"."st_memory" x WHERE x.id = "st_memory_link".target_id '
-        "AND x.user_id = (SELECT oam_sec.end_user())))"
+        f"AND x.user_id = {END_USER}))"
     )
 
 
@@ -331,7 +343,9 @@ def test_rls_functions_run_as_initplans_once_per_statement(dds: Any) -> None:
     assert any("InitPlan" in line for line in plan), plan
     filters = [line for line in plan if "Filter:" in line]
     assert filters and all("InitPlan" in line for line in filters), plan
-    assert not [line for line in plan if "end_user" in line or "has_data_role" in line], plan
+    # role_user() is inlined: the plan shows its lookup, not a function call.
+    assert not [line for line in plan if "role_user" in line or "end_user()" in line], plan
+    assert any("session_cache" in line for line in plan), plan
     assert not [line for line in plan if "SubPlan" in line], plan
 
 

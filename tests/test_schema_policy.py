@@ -294,8 +294,9 @@ def test_create_if_necessary_upgrades_a_store_created_at_an_earlier_version(
     assert registry is not None and registry["schema_version"] == LATEST_SCHEMA_VERSION
     assert registry["vector_dim"] == 3
     assert "search_tsv" in _columns(pg_url, chunks)
-    assert {f"{chunks}_tsv_ix", f"{chunks}_user_ix", f"{chunks}_hnsw_ix"} <= _indexes(
-        pg_url, chunks)
+    indexes = _indexes(pg_url, chunks)
+    assert {f"{chunks}_tsv_ix", f"{chunks}_scope_ix", f"{chunks}_hnsw_ix"} <= indexes
+    assert f"{chunks}_user_ix" not in indexes  # version 2's, replaced by version 3
     record = upgraded.get("memory", "m1")
     assert record is not None and record.content == "alpha beta"
     with psycopg.connect(pg_url) as conn:

@@ -25,7 +25,37 @@ from oam_policies.model import (
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 
-END_USER_SQL = "(SELECT oam_sec.end_user())"
+
+
+def end_user_sql(data_role: str) -> str:
+    """The end user's name if the data role is theirs, else NULL: one lookup per statement.
+
+    ``oam_sec.role_user`` is inlined by the planner and evaluated once per statement (an
+    InitPlan); see ``oracleagentmemory.engines.postgres.security_schema``.
+    """
+    return f"(SELECT u FROM oam_sec.role_user('{_name(data_role, 'data role')}') u)"
+
+
+def role_check_sql(data_role: str) -> str:
+    """True when the current end user holds ``data_role``."""
+    return f"EXISTS (SELECT FROM oam_sec.role_user('{_name(data_role, 'data role')}'))"
+
+
+def implies_end_user(predicate: Predicate) -> bool:
+    """Whether ``predicate`` can only hold for an end user holding the data role.
+
+    Such a predicate compares a column with :func:`end_user_sql`, which is NULL without the
+    role, so no separate role check is needed.
+    """
+    if isinstance(predicate, EndUserIs):
+        return True
+    if isinstance(predicate, AllOf):
+        return any(implies_end_user(p) for p in predicate.parts)
+    if isinstance(predicate, AnyOf):
+        return all(implies_end_user(p) for p in predicate.parts)
+    if isinstance(predicate, ExistsVisible):
+        return predicate.where is not None and implies_end_user(predicate.where)
+    return False
 
 
 def _name(value: str, what: str) -> str:
@@ -57,7 +87,7 @@ def render_predicate(predicate: Predicate, target: PostgresTarget, table: str) -
     if isinstance(predicate, Always):
         return "true"
     if isinstance(predicate, EndUserIs):
-        return f"{_name(predicate.column, 'column')} = {END_USER_SQL}"
+        return f"{_name(predicate.column, 'column')} = {end_user_sql(target.data_role)}"
     if isinstance(predicate, IsNull):
         return f"{_name(predicate.column, 'column')} IS NULL"
     if isinstance(predicate, Equals):
@@ -70,21 +100,21 @@ def render_predicate(predicate: Predicate, target: PostgresTarget, table: str) -
         inner = f"x.{_name(predicate.key, 'column')} = " \
                 f"{target.bare_tables[table]}.{_name(predicate.column, 'column')}"
         if predicate.where is not None:
-            inner += " AND " + _qualified(predicate.where, "x")
+            inner += " AND " + _qualified(predicate.where, "x", target.data_role)
         return f"EXISTS (SELECT 1 FROM {target.tables[predicate.table]} x WHERE {inner})"
     raise TypeError(f"unknown predicate {predicate!r}")
 
 
-def _qualified(predicate: Predicate, alias: str) -> str:
+def _qualified(predicate: Predicate, alias: str, data_role: str) -> str:
     """A simple predicate whose columns belong to the subquery alias."""
     if isinstance(predicate, EndUserIs):
-        return f"{alias}.{_name(predicate.column, 'column')} = {END_USER_SQL}"
+        return f"{alias}.{_name(predicate.column, 'column')} = {end_user_sql(data_role)}"
     if isinstance(predicate, IsNull):
         return f"{alias}.{_name(predicate.column, 'column')} IS NULL"
     if isinstance(predicate, Equals):
         return f"{alias}.{_name(predicate.column, 'column')} = '{_name(predicate.value, 'value')}'"
     if isinstance(predicate, AllOf):
-        return "(" + " AND ".join(_qualified(p, alias) for p in predicate.parts) + ")"
+        return "(" + " AND ".join(_qualified(p, alias, data_role) for p in predicate.parts) + ")"
     raise TypeError(f"predicate {predicate!r} cannot be used inside a subquery")
 
 
@@ -95,13 +125,15 @@ def policy_name(data_role: str, table: str, operation: str, index: int) -> str:
 
 def render_policy(policy: DataRolePolicy, target: PostgresTarget) -> list[str]:
     """Statements that install ``policy``: enable RLS, create policies, grant privileges."""
-    role_check = f"(SELECT oam_sec.has_data_role('{_name(target.data_role, 'data role')}'))"
     statements: list[str] = []
     for table in policy.tables():
         statements.append(f"ALTER TABLE {target.tables[table]} ENABLE ROW LEVEL SECURITY")
     for index, grant in enumerate(policy.grants):
         table_sql = target.tables[grant.table]
-        condition = f"({render_predicate(grant.predicate, target, grant.table)} AND {role_check})"
+        condition = render_predicate(grant.predicate, target, grant.table)
+        if not implies_end_user(grant.predicate):
+            condition = f"{condition} AND {role_check_sql(target.data_role)}"
+        condition = f"({condition})"
         for operation, clause in _operations(grant):
             name = policy_name(target.data_role, grant.table, operation, index)
             statements.append(

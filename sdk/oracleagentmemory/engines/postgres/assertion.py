@@ -79,9 +79,26 @@ class PostgresEndUserSecurityContext:
     data_roles: tuple[str, ...] = ()
     attributes: Mapping[str, Any] = field(default_factory=dict)
     lifetime_seconds: int = DEFAULT_LIFETIME_SECONDS
+    _signed: list[tuple[str, float]] = field(default_factory=list, init=False, repr=False,
+                                             compare=False)
 
     def assertion(self, now: float | None = None) -> str:
-        """A fresh signed assertion: ``<hex(claims)>.<hex(hmac)>``."""
+        """A signed assertion ``<hex(claims)>.<hex(hmac)>`` with at least half its lifetime left.
+
+        The same assertion is reused until half its lifetime has passed (signing costs more than
+        the database work it saves: the database verifies each assertion once per session). With
+        ``now`` given, a fresh one is signed as of that time.
+        """
+        if now is None:
+            current = time.time()
+            if self._signed and current < self._signed[0][1]:
+                return self._signed[0][0]
+            signed = self._sign(current)
+            self._signed[:] = [(signed, current + self.lifetime_seconds / 2)]
+            return signed
+        return self._sign(now)
+
+    def _sign(self, now: float) -> str:
         claims = {
             "app": self.credential.app_name,
             "u": self.username,
@@ -89,7 +106,7 @@ class PostgresEndUserSecurityContext:
             "g": list(self.groups),
             "r": list(self.data_roles),
             "a": dict(self.attributes),
-            "exp": (time.time() if now is None else now) + self.lifetime_seconds,
+            "exp": now + self.lifetime_seconds,
             "n": secrets.token_hex(8),
         }
         body = json.dumps(claims, separators=(",", ":"), sort_keys=True).encode("utf-8").hex()

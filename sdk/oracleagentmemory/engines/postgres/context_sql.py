@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import select
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg import pq
 from psycopg.pq import TransactionStatus
 
 from oracleagentmemory.engines.base import SecurityContextError
 
 _APPLY = "SELECT oam_sec.apply_assertion(%s)"
+_APPLY_PARAM = b"SELECT oam_sec.apply_assertion($1)"
+_APPLY_NAME = b"oam_apply_assertion"
+_prepared: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
+"""Connections on which the apply statement is prepared."""
 
 
 def _assertion(security: Any) -> str:
@@ -54,20 +61,21 @@ def apply_security_context(conn: psycopg.Connection[Any], security: Any) -> None
 def context_transaction(conn: psycopg.Connection[Any], security: Any) -> Iterator[None]:
     """One transaction on an idle connection, run as ``security``'s end user.
 
-    The steps of :func:`apply_security_context` and :func:`clear_security_context` with one
-    round trip fewer: ``COMMIT`` (or ``ROLLBACK``) and the check that the assertion is gone
-    travel as one simple-protocol query. Neither carries a secret: the assertion is only ever a
+    The steps of :func:`apply_security_context` and :func:`clear_security_context` with two
+    round trips fewer: ``BEGIN`` and the apply statement are pipelined, and ``COMMIT`` (or
+    ``ROLLBACK``) and the check that the assertion is gone travel as one simple-protocol
+    query. Neither carries a secret: the assertion is only ever a
     bound parameter, never statement text (which other sessions of the same login could read
     in ``pg_stat_activity``). The check completes before the connection is released; a
     connection that fails it is closed.
     """
     assertion = _assertion(security)
     saved = conn.autocommit
-    conn.autocommit = False  # the apply statement opens the transaction (psycopg sends BEGIN)
+    conn.autocommit = False  # the apply statement opens the transaction
     try:
         try:
             try:
-                row = conn.execute(_APPLY, [assertion]).fetchone()
+                row = _begin_and_apply(conn, assertion)
             except psycopg.errors.UndefinedFunction as exc:
                 raise _no_security_schema() from exc
             _check_seen(row, security)
@@ -81,15 +89,57 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any) -> Iterato
             conn.autocommit = saved
 
 
+def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str | None]:
+    """``BEGIN`` and the apply statement as one libpq pipeline: one round trip.
+
+    libpq's pipeline directly rather than psycopg's ``Connection.pipeline()``, whose bookkeeping
+    costs more than the round trip it saves. psycopg then sees the open transaction (it reads
+    the status from libpq) and sends no ``BEGIN`` of its own. The apply statement is prepared
+    once per connection. Raises the database error of the first failing statement, with the
+    transaction left open for the caller to roll back.
+    """
+    pgconn = conn.pgconn
+    prepared = conn in _prepared
+    pgconn.enter_pipeline_mode()
+    try:
+        pgconn.send_query_params(b"BEGIN", None)
+        if not prepared:
+            pgconn.send_prepare(_APPLY_NAME, _APPLY_PARAM)
+        pgconn.send_query_prepared(_APPLY_NAME, [assertion.encode()])
+        pgconn.pipeline_sync()
+        results = _results(pgconn, pipeline=True)
+    finally:
+        if pgconn.status != pq.ConnStatus.BAD:
+            pgconn.exit_pipeline_mode()
+    try:
+        _raise_first_error(conn, results)
+    except psycopg.errors.InvalidSqlStatementName:
+        if not prepared:
+            raise
+        # Deallocated behind our back (DISCARD ALL, DEALLOCATE): prepare it again.
+        pgconn.send_query(b"ROLLBACK")
+        _results(pgconn, pipeline=False)
+        return _begin_and_apply(conn, assertion)
+    _prepared.add(conn)
+    raw = results[-1].get_value(0, 0) if results[-1].ntuples else None
+    return (None if raw is None else raw.decode(conn.info.encoding),)
+
+
 def _end_and_check(conn: psycopg.Connection[Any], command: str) -> None:
     """End the transaction and check, in the same round trip, that no assertion survived.
 
-    The check is ``SHOW`` (a utility statement: nothing to plan), which fails only for a
-    setting never defined in the session; once the apply statement has run it is defined.
+    One simple-protocol query (``COMMIT; SHOW oam.end_user_assertion``), sent through libpq
+    directly. ``SHOW`` is a utility statement (nothing to plan) that fails only for a setting
+    never defined in the session; once the apply statement has run it is defined.
     """
+    pgconn = conn.pgconn
     try:
-        cursor = conn.execute(f"{command}; SHOW oam.end_user_assertion", prepare=False)
-        row = cursor.fetchone() if cursor.nextset() else ("unknown",)
+        pgconn.send_query(f"{command}; SHOW oam.end_user_assertion".encode())
+        results = _results(pgconn, pipeline=False)
+        _raise_first_error(conn, results)
+        shown = results[-1]
+        raw = shown.get_value(0, 0) if len(results) == 2 and shown.ntuples else b"unknown"
+        row = (None if raw is None else raw.decode(conn.info.encoding),)
     except psycopg.Error:
         # COMMIT failed (the server rolled back) or the connection broke: check on its own,
         # discarding the connection if that fails, then report the original error.
@@ -98,6 +148,45 @@ def _end_and_check(conn: psycopg.Connection[Any], command: str) -> None:
             raise
         return
     _discard_unless_cleared(conn, row)
+
+
+def _results(pgconn: pq.abc.PGconn, pipeline: bool) -> list[pq.abc.PGresult]:
+    """Send what is queued and collect one result per statement.
+
+    Waits in ``select`` (which releases the GIL), never inside libpq: a blocking libpq call
+    would hold the GIL while this backend waits, say, for a lock another thread's transaction
+    holds. In pipeline mode the results end with the sync point; otherwise with the first
+    ``None``.
+    """
+    while pgconn.flush():  # psycopg's connections are non-blocking: wait until all is sent
+        select.select([], [pgconn.socket], [])
+    results: list[pq.abc.PGresult] = []
+    while True:
+        pgconn.consume_input()
+        while pgconn.is_busy():
+            select.select([pgconn.socket], [], [])
+            pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:
+            if pgconn.status == pq.ConnStatus.BAD:
+                raise psycopg.OperationalError(
+                    "the database connection broke while applying an end-user context")
+            if not pipeline:
+                return results
+            continue  # the end of one statement's results
+        if result.status == pq.ExecStatus.PIPELINE_SYNC:
+            return results
+        results.append(result)
+
+
+def _raise_first_error(conn: psycopg.Connection[Any], results: list[pq.abc.PGresult]) -> None:
+    for result in results:
+        if result.status == pq.ExecStatus.FATAL_ERROR:
+            if result.error_field(pq.DiagnosticField.SQLSTATE) == b"26000":
+                _prepared.discard(conn)  # the prepared apply statement was deallocated
+            raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
+        if result.status == pq.ExecStatus.PIPELINE_ABORTED:
+            break
 
 
 def clear_security_context(conn: psycopg.Connection[Any]) -> None:

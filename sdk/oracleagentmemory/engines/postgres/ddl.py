@@ -14,7 +14,7 @@ from oracleagentmemory.engines.base import SchemaOptions
 from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.postgres import names as q
 
-LATEST_SCHEMA_VERSION = 2
+LATEST_SCHEMA_VERSION = 3
 
 _TIME_COLUMNS = """
     event_ts timestamptz,
@@ -143,6 +143,21 @@ def _version_2(conn: Connection[object], names: StoreNames, options: SchemaOptio
         add_vector_index(conn, names)
 
 
+def _version_3(conn: Connection[object], names: StoreNames, options: SchemaOptions) -> None:
+    """The chunks' scope index also carries the record id.
+
+    Counting a user's chunks (the search's choice between an exact scan and HNSW) then reads
+    the index alone, also under row-level security, whose policies on chunks name the record id.
+    """
+    chunks = q.table(names, "record_chunks")
+    conn.execute(
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (user_id, record_type) INCLUDE (record_id)")
+        .format(q.index(names, "record_chunks_scope_ix"), chunks)
+    )
+    conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
+        q.index_qualified(names, "record_chunks_user_ix")))
+
+
 def add_vector_index(conn: Connection[object], names: StoreNames) -> None:
     """HNSW index (cosine distance) on the chunk embeddings."""
     conn.execute(
@@ -162,7 +177,7 @@ def add_embedding_column(conn: Connection[object], names: StoreNames, dim: int) 
 
 SchemaStep = Callable[[Connection[object], StoreNames, SchemaOptions], None]
 
-SCHEMA_STEPS: dict[int, SchemaStep] = {1: _version_1, 2: _version_2}
+SCHEMA_STEPS: dict[int, SchemaStep] = {1: _version_1, 2: _version_2, 3: _version_3}
 """Step ``n`` upgrades a store from version ``n - 1`` to ``n``."""
 
 REGISTRY_DDL = sql.SQL(

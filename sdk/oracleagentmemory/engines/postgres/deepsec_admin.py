@@ -76,8 +76,9 @@ def install_security_schema(conn: Conn) -> None:
             f"the oam_sec security schema belongs to {row[0]!r}; manage Deep Data Security as "
             "that policy administrator (or a member of it)"
         )
-    for statement in INSTALL_STATEMENTS:
-        conn.execute(statement.encode())
+    with conn.transaction():  # SET LOCAL in the statements needs a transaction block
+        for statement in INSTALL_STATEMENTS:
+            conn.execute(statement.encode())
 
 
 def ensure_runtime_role(conn: Conn, owner_schema: str) -> str:

@@ -214,13 +214,15 @@ def _vector_arms(names: StoreNames, plan: SearchPlan, budget: int, exact: bool,
 
 def _scoped_vector_arm(names: StoreNames, plan: SearchPlan, parent: str,
                        types: tuple[str, ...], budget: int, params: list[Any]) -> sql.Composable:
-    """An exact arm over few chunks: sort the chunks the chunk filters keep, then join.
+    """An exact arm over few chunks: sort the chunks the chunk filters keep, then probe parents.
 
     "+ 0" hides the operator from the planner, so no HNSW scan serves the order; the chunks come
-    from the user index and are sorted exactly. Sorting before the join lets the parent rows be
-    probed lazily, best chunk first, until ``budget`` rows pass the parent filters, instead of
-    joining every filtered chunk (often by scanning the whole parent table) before the sort.
-    The full sort is why this form is kept for filters that keep few chunks.
+    from the user index and are sorted exactly. Each chunk then probes its parent row through a
+    ``LATERAL ... LIMIT 1`` subquery, best chunk first, until ``budget`` rows pass the parent
+    filters. The lateral form fixes that order: a plain join lets the planner hash-join every
+    filtered chunk with every parent row of the user (it does under row-level security, whose
+    ORed policies make its row estimates unreliable). The full sort is why this form is kept for
+    filters that keep few chunks.
     """
     chunk_where, chunk_params = _chunk_filters(plan, types)
     parent_where, parent_params = _parent_filters(plan, parent)
@@ -228,8 +230,8 @@ def _scoped_vector_arm(names: StoreNames, plan: SearchPlan, parent: str,
     return sql.SQL(
         "(SELECT c.record_type, c.record_id, c.d FROM (SELECT c.record_type, c.record_id, "
         "(c.embedding <=> %s::vector) + 0 AS d FROM {chunks} c WHERE {chunk_where} "
-        "AND c.embedding IS NOT NULL ORDER BY d) c JOIN {parent} p ON {join} "
-        "WHERE {parent_where} ORDER BY c.d LIMIT %s)"
+        "AND c.embedding IS NOT NULL ORDER BY d) c CROSS JOIN LATERAL (SELECT 1 FROM {parent} p "
+        "WHERE {join} AND {parent_where} LIMIT 1) p ORDER BY c.d LIMIT %s)"
     ).format(
         chunks=q.table(names, "record_chunks"), chunk_where=sql.SQL(" AND ").join(chunk_where),
         parent=q.table(names, parent), join=_parent_join(parent),
