@@ -484,8 +484,8 @@ def context_pieces(env: DdsEnvironment, corpus: Corpus, repeat: int = 300) -> di
         times = []
         for _ in range(repeat):
             rows = conn.execute(
-                "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) SELECT (SELECT u FROM "
-                "oam_sec.role_user(%s) u)", [corpus.data_role("own_user_rows")]).fetchall()
+                "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) SELECT (SELECT "
+                "oam_sec.verified_user(%s))", [corpus.data_role("own_user_rows")]).fetchall()
             text = " ".join(r[0] for r in rows)
             times.append(float(text.split("Execution Time:")[1].split("ms")[0]))
         conn.execute("ROLLBACK")

@@ -487,7 +487,7 @@ def test_runtime_login_attributes_and_memberships(dds: Any) -> None:
             "ORDER BY p.proname", [RUNTIME]).fetchall()
         assert functions == [("apply_assertion", True), ("bump_grants_version", False),
                              ("claims", False), ("end_user", True), ("has_data_role", True),
-                             ("role_user", True), ("verify_assertion", False)]
+                             ("verified_user", True), ("verify_assertion", False)]
         readable = conn.execute(
             "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = 'oam_sec' AND c.relkind IN ('r', 'v') "

@@ -48,7 +48,7 @@ NEVER_UPDATED = {"id", "user_id", "thread_id", "agent_id", "record_type", "recor
                  "source_type", "target_type", "created_at", "row_seq"}
 NEVER_INSERTED = {"created_at", "row_seq", "search_tsv"}
 ROLE = "s_store_oam_own_user_rows"
-END_USER = f"(SELECT u FROM oam_sec.role_user('{ROLE}') u)"
+END_USER = f"(SELECT oam_sec.verified_user('{ROLE}'))"
 
 
 def target(data_role: str = ROLE, columns: dict[str, frozenset[str]] | None = None
@@ -197,8 +197,7 @@ def test_security_functions_are_wrapped_in_select_for_once_per_statement(
         text = match["rest"]
         # Every lookup is an uncorrelated subquery naming this policy's data role: an
         # InitPlan, evaluated once per statement.
-        calls = re.findall(
-            r"(\(SELECT u FROM |EXISTS \(SELECT FROM )?oam_sec\.role_user\('([a-z0-9_]+)'\)", text)
+        calls = re.findall(r"(\(SELECT )?oam_sec\.verified_user\('([a-z0-9_]+)'\)", text)
         assert calls and all(prefix for prefix, _ in calls), calls
         assert {role for _, role in calls} == {ROLE}
         assert "end_user()" not in text and "has_data_role" not in text
@@ -209,7 +208,7 @@ def test_own_rows_predicates_compare_with_the_end_user() -> None:
     for table in OWNED_RECORD_TABLES:
         assert f"user_id = {END_USER}" in by_table[f'"sch"."st_{table}"']
         # Comparing with the end user already requires the data role: no separate check.
-        assert "EXISTS (SELECT FROM oam_sec.role_user" not in by_table[f'"sch"."st_{table}"']
+        assert f"{END_USER} IS NOT NULL" not in by_table[f'"sch"."st_{table}"']
     assert (f"actor_type = 'user' AND actor_id = {END_USER}"
             in by_table['"sch"."st_actor_profile"'])
 
@@ -217,7 +216,7 @@ def test_own_rows_predicates_compare_with_the_end_user() -> None:
 def test_predicates_without_the_end_user_check_the_data_role() -> None:
     by_table = {m["table"]: m["rest"] for m in created(render_policy(GLOBAL_MEMORIES, target()))}
     memory = by_table['"sch"."st_memory"']
-    assert f"user_id IS NULL AND EXISTS (SELECT FROM oam_sec.role_user('{ROLE}'))" in memory
+    assert f"user_id IS NULL AND {END_USER} IS NOT NULL" in memory
 
 
 def test_exists_predicate_correlates_with_the_outer_table() -> None:
@@ -343,9 +342,7 @@ def test_rls_functions_run_as_initplans_once_per_statement(dds: Any) -> None:
     assert any("InitPlan" in line for line in plan), plan
     filters = [line for line in plan if "Filter:" in line]
     assert filters and all("InitPlan" in line for line in filters), plan
-    # role_user() is inlined: the plan shows its lookup, not a function call.
-    assert not [line for line in plan if "role_user" in line or "end_user()" in line], plan
-    assert any("session_cache" in line for line in plan), plan
+    assert not [line for line in plan if "end_user()" in line or "has_data_role" in line], plan
     assert not [line for line in plan if "SubPlan" in line], plan
 
 

@@ -30,15 +30,15 @@ _NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 def end_user_sql(data_role: str) -> str:
     """The end user's name if the data role is theirs, else NULL: one lookup per statement.
 
-    ``oam_sec.role_user`` is inlined by the planner and evaluated once per statement (an
-    InitPlan); see ``oracleagentmemory.engines.postgres.security_schema``.
+    The subquery makes it an InitPlan, evaluated once per statement; see
+    ``oracleagentmemory.engines.postgres.security_schema``.
     """
-    return f"(SELECT u FROM oam_sec.role_user('{_name(data_role, 'data role')}') u)"
+    return f"(SELECT oam_sec.verified_user('{_name(data_role, 'data role')}'))"
 
 
 def role_check_sql(data_role: str) -> str:
     """True when the current end user holds ``data_role``."""
-    return f"EXISTS (SELECT FROM oam_sec.role_user('{_name(data_role, 'data role')}'))"
+    return f"{end_user_sql(data_role)} IS NOT NULL"
 
 
 def implies_end_user(predicate: Predicate) -> bool:

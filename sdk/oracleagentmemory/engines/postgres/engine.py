@@ -19,6 +19,7 @@ from oracleagentmemory.engines.postgres.context_sql import (
     clear_security_context,
     context_transaction,
 )
+from oracleagentmemory.engines.postgres.search import ScanChoices
 from oracleagentmemory.engines.postgres.session import PostgresSession
 
 DEFAULT_POOL_MAX_SIZE = 8
@@ -45,6 +46,7 @@ class PostgresEngine(Engine):
         self._owns_pool = False
         self._lock = threading.RLock()
         self._vector_ready: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
+        self.scan_choices = ScanChoices()
         if isinstance(source, str):
             self._pool = ConnectionPool(
                 source, min_size=1, max_size=DEFAULT_POOL_MAX_SIZE, open=True,
@@ -90,13 +92,13 @@ class PostgresEngine(Engine):
         self.ensure_vector_adapters(conn)
         if security is not None and conn.info.transaction_status == TransactionStatus.IDLE:
             with context_transaction(conn, security):
-                yield PostgresSession(conn, self)
+                yield PostgresSession(conn, self, _viewer(security))
             return
         try:
             with conn.transaction():
                 if security is not None:
                     apply_security_context(conn, security)
-                yield PostgresSession(conn, self)
+                yield PostgresSession(conn, self, _viewer(security))
         finally:
             if security is not None:
                 clear_security_context(conn)
@@ -115,3 +117,11 @@ class PostgresEngine(Engine):
     def close(self) -> None:
         if self._owns_pool and self._pool is not None:
             self._pool.close()
+
+
+def _viewer(security: Any | None) -> str | None:
+    """Who a context makes the database see (kind, name, groups, data roles), as a key."""
+    if security is None:
+        return None
+    return repr(tuple(getattr(security, attribute, None)
+                      for attribute in ("kind", "username", "groups", "data_roles")))

@@ -11,6 +11,8 @@ than a filtered HNSW scan, which must step over every other user's chunks.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,12 +34,53 @@ EXACT_SCAN_MIN_ROWS = 2_000
 """An exact user filter that leaves at most this many chunks is always searched exactly."""
 HNSW_VISITS_PER_TUPLE = 8
 """Buffer visits an HNSW scan spends per index tuple it examines (graph neighbours, heap)."""
+SCAN_CHOICE_SECONDS = 30.0
+"""How long a choice between an exact scan and HNSW is reused for the same user filter."""
+SCAN_CHOICE_LIMIT = 10_000
 
 
-def run_search(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan) -> list[SearchHit]:
-    """Up to ``plan.k`` distinct records, best first, with their distances."""
+class ScanChoices:
+    """Recent choices between an exact scan and HNSW, per viewer, store and user filter.
+
+    The choice only affects speed, never results (an HNSW round that under-returns is repeated
+    exactly), so it may be a little stale: reusing it saves the counting statement of
+    :func:`_few_scoped_chunks` on repeated searches. Keyed by the end user the database
+    applies (``viewer``), so one user's choice never depends on what another user can see.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._choices: dict[tuple[Any, ...], tuple[bool, float]] = {}
+
+    def get(self, key: tuple[Any, ...]) -> bool | None:
+        with self._lock:
+            found = self._choices.get(key)
+        if found is None or found[1] < time.monotonic():
+            return None
+        return found[0]
+
+    def put(self, key: tuple[Any, ...], exact: bool) -> None:
+        with self._lock:
+            if len(self._choices) >= SCAN_CHOICE_LIMIT:
+                self._choices.clear()
+            self._choices[key] = (exact, time.monotonic() + SCAN_CHOICE_SECONDS)
+
+
+def run_search(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan,
+               choices: ScanChoices | None = None, viewer: str | None = None
+               ) -> list[SearchHit]:
+    """Up to ``plan.k`` distinct records, best first, with their distances.
+
+    ``choices`` (with the applied end user, ``viewer``) remembers recent exact-or-HNSW choices.
+    """
     budget = max(plan.k * 4, 40)
-    scoped = _few_scoped_chunks(conn, names, plan, budget)
+    key = (viewer, names.schema, names.store_key, plan.scope.get("user_id", UNSET),
+           tuple(plan.record_types), budget)
+    scoped = choices.get(key) if choices is not None and plan.mode != "keyword" else None
+    if scoped is None:
+        scoped = _few_scoped_chunks(conn, names, plan, budget)
+        if choices is not None and plan.mode != "keyword":
+            choices.put(key, scoped)
     exact = plan.mode == "keyword" or scoped
     while True:
         if not exact:  # the settings steer HNSW scans only: an exact round needs no round trip

@@ -4,7 +4,7 @@ It holds application identities (an HMAC key per application, bound to the runti
 allowed to use it), local end users, data roles with their grants to end users and identity-
 provider groups, and the policies installed per store. The runtime login can read none of it; it
 can only call ``oam_sec.apply_assertion(assertion)``, ``oam_sec.end_user()``,
-``oam_sec.has_data_role(role)`` and ``oam_sec.role_user(role)`` (granted to PUBLIC: they only ever
+``oam_sec.has_data_role(role)`` and ``oam_sec.verified_user(role)`` (granted to PUBLIC: they only ever
 describe the caller's own assertion). One policy administrator owns ``oam_sec`` per database; to
 manage a store's policies it must be a member of the store's schema-owner role (or be that role).
 
@@ -17,9 +17,9 @@ Verification happens once per backend and assertion: ``apply_assertion`` (``SECU
 DEFINER``) sets the transaction-local assertion and looks its SHA-256 up in
 ``oam_sec.session_cache``; only an assertion this backend has not verified yet is verified in full
 (``oam_sec.claims()``) and recorded there with the end user and the data roles granted to them.
-The row-level-security policies call ``oam_sec.role_user(role)``, a plain SQL function the
-planner inlines into each statement as one lookup of the current assertion in the caller's own
-rows of that table (``oam_sec.session_end_user``). A row counts only while its assertion is
+The row-level-security policies call ``oam_sec.verified_user(role)`` once per statement: one
+lookup of the current assertion in the caller's own rows of that table
+(``oam_sec.session_end_user``). A row counts only while its assertion is
 unexpired and no grant, end user, data role or application has changed since it was verified
 (``oam_sec.grants_version``, bumped by triggers), so a revoke takes effect at the runtime's next
 statement. The runtime can read its own backend's rows and write none.
@@ -219,11 +219,12 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
                 AND c.grants_version = (SELECT v.version FROM oam_sec.grants_version v)),
             oam_sec.verify_assertion()) END;
     $fn$""",
-    # Inlined by the planner into each protected statement (plain SQL, not SECURITY DEFINER,
-    # one SELECT) and evaluated once per statement: every operator and function is
-    # schema-qualified, so no search_path can redirect it.
-    """CREATE OR REPLACE FUNCTION oam_sec.role_user(role text) RETURNS SETOF text
-        LANGUAGE sql STABLE AS $fn$
+    # Called by the policies once per statement (an InitPlan). Plain SQL, not SECURITY DEFINER,
+    # and not inlined (its body reads a table): planning a protected statement costs one
+    # function call node per policy, and the body's plan is cached. Every operator and function
+    # is schema-qualified, so no search_path can redirect it.
+    """CREATE OR REPLACE FUNCTION oam_sec.verified_user(role text) RETURNS text
+        LANGUAGE sql STABLE PARALLEL SAFE AS $fn$
         SELECT c.username FROM oam_sec.session_end_user c
          WHERE c.digest OPERATOR(pg_catalog.=) pg_catalog.sha256(pg_catalog.convert_to(
                    pg_catalog.current_setting('oam.end_user_assertion', true), 'UTF8'))
@@ -239,7 +240,7 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
     "GRANT EXECUTE ON FUNCTION oam_sec.end_user() TO PUBLIC",
     "GRANT EXECUTE ON FUNCTION oam_sec.has_data_role(text) TO PUBLIC",
     "GRANT EXECUTE ON FUNCTION oam_sec.apply_assertion(text) TO PUBLIC",
-    "GRANT EXECUTE ON FUNCTION oam_sec.role_user(text) TO PUBLIC",
+    "GRANT EXECUTE ON FUNCTION oam_sec.verified_user(text) TO PUBLIC",
     "REVOKE ALL ON FUNCTION oam_sec.bump_grants_version() FROM PUBLIC",
     "REVOKE ALL ON FUNCTION oam_sec.verify_assertion() FROM PUBLIC",
     "GRANT SELECT ON oam_sec.grants_version TO PUBLIC",
