@@ -372,6 +372,13 @@ def traced_round_trips(side: Side, run: Callable[[], Any]) -> list[Trip]:
                 if kind == "Parse":  # ' "" "SELECT ..." 1 NNNN': the statement is the 2nd string
                     text = text.split('" "', 1)[-1].rsplit('"', 1)[0]
                 pending.append(" ".join(text.strip('"').split()))
+            elif direction == "F" and kind == "Bind" and len(fields) > 3:
+                # ' "" "name" ...': executing a statement prepared earlier on the connection
+                name = fields[3].strip().split('"')[3] if fields[3].count('"') >= 4 else ""
+                if name and not pending:
+                    pending.append(f"EXECUTE {name}")
+                elif name and pending[-1] == "BEGIN":
+                    pending.append(f"EXECUTE {name}")
             elif direction == "B" and kind == "ReadyForQuery":
                 trips.append(Trip(pending))
                 pending = []
