@@ -180,3 +180,18 @@ def test_a_context_reuses_its_signed_assertion_for_half_its_lifetime(dds: Any) -
     assert second != first
     with psycopg.connect(dds.runtime_url) as conn:
         assert conn.execute(APPLY, [second]).fetchone() == ("alice",)
+
+
+def test_generic_plans_are_forced_only_inside_a_context_transaction(
+        dds: Any, granted_user: tuple[str, str]) -> None:
+    """Under row-level security the engine forces generic plans, for its own transaction only:
+    the pooled connection comes back with the server's default."""
+    store_id, user = granted_user
+    with psycopg.connect(dds.runtime_url, autocommit=True) as conn:
+        with dds.runtime_store(store_id, user, pool=conn) as store:
+            assert len(store.list("memory")) == 3
+            with store._engine.session(store._security()) as session:  # type: ignore[attr-defined]
+                shown = session.conn.execute("SHOW plan_cache_mode").fetchone()  # type: ignore[attr-defined]
+                assert shown == ("force_generic_plan",)
+        assert conn.execute("SHOW plan_cache_mode").fetchone() == ("auto",)
+        assert conn.execute("SHOW oam.end_user_assertion").fetchone() == ("",)

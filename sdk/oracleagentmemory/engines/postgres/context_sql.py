@@ -17,6 +17,7 @@ from oracleagentmemory.engines.base import SecurityContextError
 _APPLY = "SELECT oam_sec.apply_assertion(%s)"
 _APPLY_PARAM = b"SELECT oam_sec.apply_assertion($1)"
 _APPLY_NAME = b"oam_apply_assertion"
+_GENERIC_PLANS = b"SET LOCAL plan_cache_mode = force_generic_plan"
 _prepared: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
 """Connections on which the apply statement is prepared."""
 
@@ -95,7 +96,10 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
     libpq's pipeline directly rather than psycopg's ``Connection.pipeline()``, whose bookkeeping
     costs more than the round trip it saves. psycopg then sees the open transaction (it reads
     the status from libpq) and sends no ``BEGIN`` of its own. The apply statement is prepared
-    once per connection. Raises the database error of the first failing statement, with the
+    once per connection. The transaction also gets ``plan_cache_mode = force_generic_plan``:
+    under row-level security planning a statement costs several times more (every policy adds
+    its lookups), and the store's statements plan the same for any parameter values (a search's
+    HNSW round, whose plan does depend on them, sets ``auto`` again). Raises the database error of the first failing statement, with the
     transaction left open for the caller to roll back.
     """
     pgconn = conn.pgconn
@@ -103,6 +107,7 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
     pgconn.enter_pipeline_mode()
     try:
         pgconn.send_query_params(b"BEGIN", None)
+        pgconn.send_query_params(_GENERIC_PLANS, None)
         if not prepared:
             pgconn.send_prepare(_APPLY_NAME, _APPLY_PARAM)
         pgconn.send_query_prepared(_APPLY_NAME, [assertion.encode()])

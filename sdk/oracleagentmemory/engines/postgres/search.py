@@ -131,9 +131,16 @@ def _few_scoped_chunks(conn: psycopg.Connection[Any], names: StoreNames, plan: S
 
 
 def _configure(conn: psycopg.Connection[Any], budget: int) -> None:
+    """Settings of an HNSW round, for the rest of the transaction.
+
+    ``plan_cache_mode`` goes back to ``auto`` (an end-user context forces generic plans, see
+    ``context_sql``): whether HNSW beats a filtered exact scan depends on how many rows the
+    user filter keeps, which only a custom plan knows.
+    """
     conn.execute(
         "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-        "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true)",
+        "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true), "
+        "set_config('plan_cache_mode', 'auto', true)",
         [str(min(max(40, budget), MAX_EF_SEARCH)), str(MAX_SCAN_TUPLES)],
     )
 
@@ -163,9 +170,10 @@ def _candidates(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPl
 
 
 def _limited(arms: list[sql.Composable], budget: int, params: list[Any]) -> sql.Composed:
-    params.append(budget)
-    return sql.SQL("SELECT record_type, record_id, d FROM ({}) u ORDER BY d LIMIT %s").format(
-        sql.SQL(" UNION ALL ").join(arms))
+    # The budget is a literal (one of few values), like every other limit here: with it known,
+    # the server can reuse one generic plan per statement instead of planning each search.
+    return sql.SQL("SELECT record_type, record_id, d FROM ({}) u ORDER BY d LIMIT {}").format(
+        sql.SQL(" UNION ALL ").join(arms), sql.Literal(budget))
 
 
 def _arms(plan: SearchPlan) -> list[tuple[str, tuple[str, ...]]]:
@@ -194,8 +202,10 @@ def _parent_join(parent: str) -> sql.Composable:
 def _chunk_filters(plan: SearchPlan, types: tuple[str, ...]
                    ) -> tuple[list[sql.Composable], list[Any]]:
     """Predicates on chunk ``c`` alone (record type and scope), with their params."""
-    where: list[sql.Composable] = [sql.SQL("c.record_type = ANY(%s)")]
-    params: list[Any] = [list(types)]
+    # Record types are literals (validated names): the planner then knows them in a generic plan.
+    where: list[sql.Composable] = [
+        sql.SQL("c.record_type = ANY({})").format(sql.Literal(list(types)))]
+    params: list[Any] = []
     for column, value in plan.scope.items():
         if value is UNSET:
             continue
@@ -269,13 +279,13 @@ def _scoped_vector_arm(names: StoreNames, plan: SearchPlan, parent: str,
     """
     chunk_where, chunk_params = _chunk_filters(plan, types)
     parent_where, parent_params = _parent_filters(plan, parent)
-    params.extend([plan.vector, *chunk_params, *parent_params, budget])
+    params.extend([plan.vector, *chunk_params, *parent_params])
     return sql.SQL(
         "(SELECT c.record_type, c.record_id, c.d FROM (SELECT c.record_type, c.record_id, "
         "(c.embedding <=> %s::vector) + 0 AS d FROM {chunks} c WHERE {chunk_where} "
         "AND c.embedding IS NOT NULL ORDER BY d) c CROSS JOIN LATERAL (SELECT 1 FROM {parent} p "
-        "WHERE {join} AND {parent_where} LIMIT 1) p ORDER BY c.d LIMIT %s)"
-    ).format(
+        "WHERE {join} AND {parent_where} LIMIT 1) p ORDER BY c.d LIMIT {budget})"
+    ).format(budget=sql.Literal(budget),
         chunks=q.table(names, "record_chunks"), chunk_where=sql.SQL(" AND ").join(chunk_where),
         parent=q.table(names, parent), join=_parent_join(parent),
         parent_where=sql.SQL(" AND ").join(parent_where) if parent_where else sql.SQL("true"),
