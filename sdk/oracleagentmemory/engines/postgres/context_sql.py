@@ -70,24 +70,21 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any) -> Iterato
     in ``pg_stat_activity``). The check completes before the connection is released; a
     connection that fails it is closed.
     """
+    # The transaction is opened and ended here, through libpq, whatever the connection's
+    # autocommit setting: psycopg reads the transaction status from libpq, so inside it sends
+    # no BEGIN of its own and nests its transaction blocks as savepoints.
     assertion = _assertion(security)
-    saved = conn.autocommit
-    conn.autocommit = False  # the apply statement opens the transaction
     try:
         try:
-            try:
-                row = _begin_and_apply(conn, assertion)
-            except psycopg.errors.UndefinedFunction as exc:
-                raise _no_security_schema() from exc
-            _check_seen(row, security)
-            yield
-        except BaseException:
-            _end_and_check(conn, "ROLLBACK")
-            raise
-        _end_and_check(conn, "COMMIT")
-    finally:
-        if not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
-            conn.autocommit = saved
+            row = _begin_and_apply(conn, assertion)
+        except psycopg.errors.UndefinedFunction as exc:
+            raise _no_security_schema() from exc
+        _check_seen(row, security)
+        yield
+    except BaseException:
+        _end_and_check(conn, "ROLLBACK")
+        raise
+    _end_and_check(conn, "COMMIT")
 
 
 def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str | None]:
@@ -99,8 +96,9 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
     once per connection. The transaction also gets ``plan_cache_mode = force_generic_plan``:
     under row-level security planning a statement costs several times more (every policy adds
     its lookups), and the store's statements plan the same for any parameter values (a search's
-    HNSW round, whose plan does depend on them, sets ``auto`` again). Raises the database error of the first failing statement, with the
-    transaction left open for the caller to roll back.
+    HNSW round, whose plan does depend on them, sets ``auto`` again). Raises the database
+    error of the first failing statement, with the transaction left open for the caller to roll
+    back.
     """
     pgconn = conn.pgconn
     prepared = conn in _prepared
