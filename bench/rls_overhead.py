@@ -375,9 +375,10 @@ def traced_round_trips(side: Side, run: Callable[[], Any]) -> list[Trip]:
                     text = text.split('" "', 1)[-1].rsplit('"', 1)[0]
                 pending.append(" ".join(text.strip('"').split()))
             elif direction == "F" and kind == "Bind" and len(fields) > 3:
-                # ' "" "name" ...': executing a statement prepared earlier on the connection
+                # ' "" "name" ...': a statement the engine prepared earlier on the connection
+                # (psycopg's own, "_pg3_*", are off in this pass)
                 name = fields[3].strip().split('"')[3] if fields[3].count('"') >= 4 else ""
-                if name and (not pending or pending[-1] == "BEGIN"):
+                if name and not name.startswith("_pg3_"):
                     pending.append(f"EXECUTE {name}")
             elif direction == "B" and kind == "ReadyForQuery":
                 trips.append(Trip(pending))
