@@ -1,13 +1,47 @@
-"""Render a parsed metadata filter to PostgreSQL ``jsonb`` predicates (values always bound)."""
+"""Render filters to PostgreSQL predicates (values always bound): scope columns, and a parsed
+metadata filter on ``jsonb``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from oracleagentmemory.core._metadata_filter import And, ArrayContains, Exact, FilterExpr, Not
+from oracleagentmemory.engines.base import UNSET
+
+
+def scope_predicates(scope: Iterable[tuple[str, Any]], alias: str | None = None
+                     ) -> tuple[list[sql.Composable], list[Any]]:
+    """``column = value`` (``IS NULL`` for ``None``) for each scope column that is set.
+
+    ``UNSET`` values are skipped; ``alias`` qualifies the columns.
+    """
+    where: list[sql.Composable] = []
+    params: list[Any] = []
+    for column, value in scope:
+        if value is UNSET:
+            continue
+        name = sql.Identifier(alias, column) if alias else sql.Identifier(column)
+        if value is None:
+            where.append(sql.SQL("{} IS NULL").format(name))
+        else:
+            where.append(sql.SQL("{} = %s").format(name))
+            params.append(value)
+    return where, params
+
+
+def metadata_predicates(metadata_filter: Any) -> tuple[list[sql.Composable], list[Any]]:
+    """A record query's metadata condition: none when ``UNSET``, ``metadata IS NULL`` for
+    ``None``, else the rendered filter."""
+    if metadata_filter is UNSET:
+        return [], []
+    if metadata_filter is None:
+        return [sql.SQL("metadata IS NULL")], []
+    predicate, params = render_filter(metadata_filter, sql.Identifier("metadata"))
+    return [predicate], params
 
 
 def render_filter(expr: FilterExpr, column: sql.Composable) -> tuple[sql.Composable, list[Any]]:

@@ -19,7 +19,7 @@ from oracleagentmemory.engines.base import (
 )
 from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.postgres import names as q
-from oracleagentmemory.engines.postgres.filters import render_filter
+from oracleagentmemory.engines.postgres.filters import metadata_predicates
 
 LIFECYCLE_TYPES = ["supersedes", "refines", "duplicates"]
 """Relation types that make their target INVALID while they exist."""
@@ -76,12 +76,9 @@ def select_relations(conn: psycopg.Connection[Any], names: StoreNames,
         if value is not UNSET:
             where.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
             params.append(value)
-    if query.metadata_filter is None:
-        where.append(sql.SQL("metadata IS NULL"))
-    elif query.metadata_filter is not UNSET:
-        predicate, filter_params = render_filter(query.metadata_filter, sql.Identifier("metadata"))
-        where.append(predicate)
-        params.extend(filter_params)
+    metadata, metadata_params = metadata_predicates(query.metadata_filter)
+    where.extend(metadata)
+    params.extend(metadata_params)
     statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY row_seq DESC{}").format(
         _COLUMNS, q.table(names, "memory_link"),
         sql.SQL(" AND ").join(where) if where else sql.SQL("true"),

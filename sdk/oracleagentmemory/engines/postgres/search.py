@@ -22,7 +22,7 @@ from psycopg import sql
 from oracleagentmemory.engines.base import UNSET, SearchHit, SearchPlan
 from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.postgres import names as q
-from oracleagentmemory.engines.postgres.filters import render_filter
+from oracleagentmemory.engines.postgres.filters import render_filter, scope_predicates
 
 RRF_K = 60
 """Reciprocal-rank-fusion constant: a record ranked ``r`` (from 1) scores ``1 / (RRF_K + r)``."""
@@ -203,18 +203,8 @@ def _chunk_filters(plan: SearchPlan, types: tuple[str, ...]
                    ) -> tuple[list[sql.Composable], list[Any]]:
     """Predicates on chunk ``c`` alone (record type and scope), with their params."""
     # Record types are literals (validated names): the planner then knows them in a generic plan.
-    where: list[sql.Composable] = [
-        sql.SQL("c.record_type = ANY({})").format(sql.Literal(list(types)))]
-    params: list[Any] = []
-    for column, value in plan.scope.items():
-        if value is UNSET:
-            continue
-        if value is None:
-            where.append(sql.SQL("c.{} IS NULL").format(sql.Identifier(column)))
-        else:
-            where.append(sql.SQL("c.{} = %s").format(sql.Identifier(column)))
-            params.append(value)
-    return where, params
+    scope, params = scope_predicates(plan.scope.items(), alias="c")
+    return [sql.SQL("c.record_type = ANY({})").format(sql.Literal(list(types))), *scope], params
 
 
 def _parent_filters(plan: SearchPlan, parent: str) -> tuple[list[sql.Composable], list[Any]]:

@@ -35,7 +35,11 @@ from oracleagentmemory.engines.base import (
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
 from oracleagentmemory.engines.postgres import ddl, relations, search
 from oracleagentmemory.engines.postgres import names as q
-from oracleagentmemory.engines.postgres.filters import render_filter
+from oracleagentmemory.engines.postgres.filters import (
+    metadata_predicates,
+    render_filter,
+    scope_predicates,
+)
 
 if TYPE_CHECKING:
     from oracleagentmemory.engines.postgres.engine import PostgresEngine
@@ -333,23 +337,16 @@ class PostgresSession(EngineSession):
             if query.record_id is not UNSET:
                 where.append(sql.SQL("id = %s"))
                 params.append(query.record_id)
-            for column in ("thread_id", "user_id", "agent_id"):
-                value = getattr(query, column)
-                if value is UNSET or (logical == "thread" and column == "thread_id"):
-                    continue
-                if value is None:
-                    where.append(sql.SQL("{} IS NULL").format(sql.Identifier(column)))
-                else:
-                    where.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
-                    params.append(value)
+            scope, scope_params = scope_predicates(
+                (column, getattr(query, column)) for column in ("thread_id", "user_id", "agent_id")
+                if not (logical == "thread" and column == "thread_id"))
+            where.extend(scope)
+            params.extend(scope_params)
         if logical in EXPIRING_TABLES:
             where.append(sql.SQL("(expires_at IS NULL OR expires_at > now())"))
-        if query.metadata_filter is None:
-            where.append(sql.SQL("metadata IS NULL"))
-        elif query.metadata_filter is not UNSET:
-            predicate, filter_params = render_filter(query.metadata_filter, sql.Identifier("metadata"))
-            where.append(predicate)
-            params.extend(filter_params)
+        metadata, metadata_params = metadata_predicates(query.metadata_filter)
+        where.extend(metadata)
+        params.extend(metadata_params)
         statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY row_seq DESC{}").format(
             sql.SQL(_SELECT[logical]),
             q.table(names, logical),
@@ -594,14 +591,9 @@ class PostgresSession(EngineSession):
             sql.SQL("(expires_at IS NULL OR expires_at > now())"),
         ]
         params: list[Any] = [list(ids), types]
-        for column, value in plan.scope.items():
-            if value is UNSET:
-                continue
-            if value is None:
-                where.append(sql.SQL("{} IS NULL").format(sql.Identifier(column)))
-            else:
-                where.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
-                params.append(value)
+        scope, scope_params = scope_predicates(plan.scope.items())
+        where.extend(scope)
+        params.extend(scope_params)
         if plan.metadata_filter is not None:
             predicate, filter_params = render_filter(plan.metadata_filter,
                                                      sql.Identifier("metadata"))
