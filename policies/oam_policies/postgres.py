@@ -82,40 +82,39 @@ class PostgresTarget:
     columns: Mapping[str, frozenset[str]] | None = None
 
 
-def render_predicate(predicate: Predicate, target: PostgresTarget, table: str) -> str:
-    """SQL boolean expression of ``predicate`` on rows of logical ``table``."""
+def render_predicate(predicate: Predicate, target: PostgresTarget, table: str,
+                     alias: str | None = None) -> str:
+    """SQL boolean expression of ``predicate`` on rows of logical ``table``.
+
+    With ``alias`` the columns belong to that alias of an ``EXISTS`` subquery, where only
+    simple predicates (column tests and their conjunctions) may be used.
+    """
+    def column(name: str) -> str:
+        checked = _name(name, "column")
+        return f"{alias}.{checked}" if alias else checked
+
+    if isinstance(predicate, EndUserIs):
+        return f"{column(predicate.column)} = {end_user_sql(target.data_role)}"
+    if isinstance(predicate, IsNull):
+        return f"{column(predicate.column)} IS NULL"
+    if isinstance(predicate, Equals):
+        return f"{column(predicate.column)} = '{_name(predicate.value, 'value')}'"
+    if isinstance(predicate, AllOf):
+        return "(" + " AND ".join(render_predicate(p, target, table, alias)
+                                  for p in predicate.parts) + ")"
+    if alias is not None:
+        raise TypeError(f"predicate {predicate!r} cannot be used inside a subquery")
     if isinstance(predicate, Always):
         return "true"
-    if isinstance(predicate, EndUserIs):
-        return f"{_name(predicate.column, 'column')} = {end_user_sql(target.data_role)}"
-    if isinstance(predicate, IsNull):
-        return f"{_name(predicate.column, 'column')} IS NULL"
-    if isinstance(predicate, Equals):
-        return f"{_name(predicate.column, 'column')} = '{_name(predicate.value, 'value')}'"
-    if isinstance(predicate, AllOf):
-        return "(" + " AND ".join(render_predicate(p, target, table) for p in predicate.parts) + ")"
     if isinstance(predicate, AnyOf):
         return "(" + " OR ".join(render_predicate(p, target, table) for p in predicate.parts) + ")"
     if isinstance(predicate, ExistsVisible):
         inner = f"x.{_name(predicate.key, 'column')} = " \
                 f"{target.bare_tables[table]}.{_name(predicate.column, 'column')}"
         if predicate.where is not None:
-            inner += " AND " + _qualified(predicate.where, "x", target.data_role)
+            inner += " AND " + render_predicate(predicate.where, target, table, alias="x")
         return f"EXISTS (SELECT 1 FROM {target.tables[predicate.table]} x WHERE {inner})"
     raise TypeError(f"unknown predicate {predicate!r}")
-
-
-def _qualified(predicate: Predicate, alias: str, data_role: str) -> str:
-    """A simple predicate whose columns belong to the subquery alias."""
-    if isinstance(predicate, EndUserIs):
-        return f"{alias}.{_name(predicate.column, 'column')} = {end_user_sql(data_role)}"
-    if isinstance(predicate, IsNull):
-        return f"{alias}.{_name(predicate.column, 'column')} IS NULL"
-    if isinstance(predicate, Equals):
-        return f"{alias}.{_name(predicate.column, 'column')} = '{_name(predicate.value, 'value')}'"
-    if isinstance(predicate, AllOf):
-        return "(" + " AND ".join(_qualified(p, alias, data_role) for p in predicate.parts) + ")"
-    raise TypeError(f"predicate {predicate!r} cannot be used inside a subquery")
 
 
 def policy_name(data_role: str, table: str, operation: str, index: int) -> str:
