@@ -15,7 +15,7 @@ from psycopg.pq import TransactionStatus
 from oracleagentmemory.engines.base import SecurityContextError
 
 _APPLY = "SELECT oam_sec.apply_assertion(%s)"
-_APPLY_PARAM = b"SELECT oam_sec.apply_assertion($1)"
+_APPLY_PARAM = _APPLY.replace("%s", "$1").encode()  # the same statement, for libpq
 _APPLY_NAME = b"oam_apply_assertion"
 _GENERIC_PLANS = b"SET LOCAL plan_cache_mode = force_generic_plan"
 _prepared: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()

@@ -92,13 +92,13 @@ class PostgresEngine(Engine):
         self.ensure_vector_adapters(conn)
         if security is not None and conn.info.transaction_status == TransactionStatus.IDLE:
             with context_transaction(conn, security):
-                yield PostgresSession(conn, self, _viewer(security))
+                yield PostgresSession(conn, self, security)
             return
         try:
             with conn.transaction():
                 if security is not None:
                     apply_security_context(conn, security)
-                yield PostgresSession(conn, self, _viewer(security))
+                yield PostgresSession(conn, self, security)
         finally:
             if security is not None:
                 clear_security_context(conn)
@@ -117,11 +117,3 @@ class PostgresEngine(Engine):
     def close(self) -> None:
         if self._owns_pool and self._pool is not None:
             self._pool.close()
-
-
-def _viewer(security: Any | None) -> str | None:
-    """Who a context makes the database see (kind, name, groups, data roles), as a key."""
-    if security is None:
-        return None
-    return repr(tuple(getattr(security, attribute, None)
-                      for attribute in ("kind", "username", "groups", "data_roles")))

@@ -66,6 +66,14 @@ class ScanChoices:
             self._choices[key] = (exact, time.monotonic() + SCAN_CHOICE_SECONDS)
 
 
+def viewer_key(security: Any | None) -> str | None:
+    """Who a context makes the database see (kind, name, groups, data roles), as a key."""
+    if security is None:
+        return None
+    return repr(tuple(getattr(security, attribute, None)
+                      for attribute in ("kind", "username", "groups", "data_roles")))
+
+
 def run_search(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan,
                choices: ScanChoices | None = None, viewer: str | None = None
                ) -> list[SearchHit]:

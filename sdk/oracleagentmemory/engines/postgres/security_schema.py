@@ -32,6 +32,15 @@ ASSERTION_SETTING = "oam.end_user_assertion"
 CACHE_LIMIT = 256
 """At most this many verified assertions are kept per backend (emptied past it)."""
 
+_CURRENT_VERIFICATION = """c.digest OPERATOR(pg_catalog.=) pg_catalog.sha256(pg_catalog.convert_to(
+                   pg_catalog.current_setting('oam.end_user_assertion', true), 'UTF8'))
+           AND c.expires_at OPERATOR(pg_catalog.>) pg_catalog.now()
+           AND c.grants_version OPERATOR(pg_catalog.=)
+               (SELECT v.version FROM oam_sec.grants_version v)"""
+"""The row of ``oam_sec.session_end_user`` (alias ``c``) that verified the current assertion:
+its digest, unexpired, and no grant changed since. Schema-qualified throughout, so no
+search_path can redirect it."""
+
 INSTALL_STATEMENTS: tuple[str, ...] = (
     "CREATE SCHEMA IF NOT EXISTS oam_sec",
     "REVOKE ALL ON SCHEMA oam_sec FROM PUBLIC",
@@ -207,31 +216,23 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
     # Sets the assertion for this transaction; returns the user it verifies as (NULL if none).
     # An assertion this backend already verified is found in one lookup; only a new one is
     # verified in full (verify_assertion).
-    """CREATE OR REPLACE FUNCTION oam_sec.apply_assertion(assertion text) RETURNS text
+    f"""CREATE OR REPLACE FUNCTION oam_sec.apply_assertion(assertion text) RETURNS text
         LANGUAGE sql VOLATILE SECURITY DEFINER
         SET search_path = pg_catalog, pg_temp AS $fn$
         SELECT set_config('oam.end_user_assertion', coalesce(assertion, ''), true);
         SELECT CASE WHEN coalesce(assertion, '') = '' THEN NULL ELSE coalesce(
-            (SELECT c.username FROM oam_sec.session_cache c
-              WHERE c.pid = pg_backend_pid()
-                AND c.digest = sha256(convert_to(assertion, 'UTF8'))
-                AND c.expires_at > now()
-                AND c.grants_version = (SELECT v.version FROM oam_sec.grants_version v)),
+            (SELECT c.username FROM oam_sec.session_end_user c WHERE {_CURRENT_VERIFICATION}),
             oam_sec.verify_assertion()) END;
     $fn$""",
     # Called by the policies once per statement (an InitPlan). Plain SQL, not SECURITY DEFINER,
     # and not inlined (its body reads a table): planning a protected statement costs one
     # function call node per policy, and the body's plan is cached. Every operator and function
     # is schema-qualified, so no search_path can redirect it.
-    """CREATE OR REPLACE FUNCTION oam_sec.verified_user(role text) RETURNS text
+    f"""CREATE OR REPLACE FUNCTION oam_sec.verified_user(role text) RETURNS text
         LANGUAGE sql STABLE PARALLEL SAFE AS $fn$
         SELECT c.username FROM oam_sec.session_end_user c
-         WHERE c.digest OPERATOR(pg_catalog.=) pg_catalog.sha256(pg_catalog.convert_to(
-                   pg_catalog.current_setting('oam.end_user_assertion', true), 'UTF8'))
-           AND c.expires_at OPERATOR(pg_catalog.>) pg_catalog.now()
+         WHERE {_CURRENT_VERIFICATION}
            AND role OPERATOR(pg_catalog.=) ANY (c.data_roles)
-           AND c.grants_version OPERATOR(pg_catalog.=)
-               (SELECT v.version FROM oam_sec.grants_version v)
     $fn$""",
     "REVOKE ALL ON ALL TABLES IN SCHEMA oam_sec FROM PUBLIC",
     "REVOKE ALL ON FUNCTION oam_sec.claims() FROM PUBLIC",

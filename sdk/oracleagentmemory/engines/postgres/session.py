@@ -94,11 +94,11 @@ class PostgresSession(EngineSession):
     """One connection inside one open transaction."""
 
     def __init__(self, conn: psycopg.Connection[Any], engine: PostgresEngine,
-                 viewer: str | None = None) -> None:
+                 security: Any | None = None) -> None:
         self.conn = conn
         self.engine = engine
-        self.viewer = viewer
-        """The end user whose context is applied to this transaction, if any."""
+        self.security = security
+        """The end-user context applied to this transaction, if any."""
         self._now: datetime | None = None
 
     # --- helpers ------------------------------------------------------------------------
@@ -558,7 +558,8 @@ class PostgresSession(EngineSession):
 
     # --- search -------------------------------------------------------------------------
     def search(self, names: StoreNames, plan: SearchPlan) -> list[SearchHit]:
-        return search.run_search(self.conn, names, plan, self.engine.scan_choices, self.viewer)
+        return search.run_search(self.conn, names, plan, self.engine.scan_choices,
+                                 search.viewer_key(self.security))
 
     def select_records_by_keys(self, names: StoreNames, keys: Sequence[tuple[str, str]]
                                ) -> dict[tuple[str, str], dict[str, Any]]:
