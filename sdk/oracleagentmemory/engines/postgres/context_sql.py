@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import select
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg import pq
+from psycopg import generators, pq
 from psycopg.pq import TransactionStatus
 
 from oracleagentmemory.engines.base import SecurityContextError
@@ -110,7 +109,7 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
             pgconn.send_prepare(_APPLY_NAME, _APPLY_PARAM)
         pgconn.send_query_prepared(_APPLY_NAME, [assertion.encode()])
         pgconn.pipeline_sync()
-        results = _results(pgconn, pipeline=True)
+        results = _results(conn, pipeline=True)
     finally:
         if pgconn.status != pq.ConnStatus.BAD:
             pgconn.exit_pipeline_mode()
@@ -121,7 +120,7 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
             raise
         # Deallocated behind our back (DISCARD ALL, DEALLOCATE): prepare it again.
         pgconn.send_query(b"ROLLBACK")
-        _results(pgconn, pipeline=False)
+        _results(conn, pipeline=False)
         return _begin_and_apply(conn, assertion)
     _prepared.add(conn)
     raw = results[-1].get_value(0, 0) if results[-1].ntuples else None
@@ -138,7 +137,7 @@ def _end_and_check(conn: psycopg.Connection[Any], command: str) -> None:
     pgconn = conn.pgconn
     try:
         pgconn.send_query(f"{command}; SHOW oam.end_user_assertion".encode())
-        results = _results(pgconn, pipeline=False)
+        results = _results(conn, pipeline=False)
         _raise_first_error(conn, results)
         shown = results[-1]
         raw = shown.get_value(0, 0) if len(results) == 2 and shown.ntuples else b"unknown"
@@ -153,33 +152,26 @@ def _end_and_check(conn: psycopg.Connection[Any], command: str) -> None:
     _discard_unless_cleared(conn, row)
 
 
-def _results(pgconn: pq.abc.PGconn, pipeline: bool) -> list[pq.abc.PGresult]:
+def _results(conn: psycopg.Connection[Any], pipeline: bool) -> list[pq.abc.PGresult]:
     """Send what is queued and collect one result per statement.
 
-    Waits in ``select`` (which releases the GIL), never inside libpq: a blocking libpq call
-    would hold the GIL while this backend waits, say, for a lock another thread's transaction
-    holds. In pipeline mode the results end with the sync point; otherwise with the first
-    ``None``.
+    Through psycopg's own non-blocking generators and its wait loop (which releases the GIL, as
+    a blocking libpq call would not while this backend waits, say, for a lock another thread's
+    transaction holds). In pipeline mode the results end with the sync point.
     """
-    while pgconn.flush():  # psycopg's connections are non-blocking: wait until all is sent
-        select.select([], [pgconn.socket], [])
+    pgconn = conn.pgconn
+    conn.wait(generators.send(pgconn))
+    if not pipeline:
+        return conn.wait(generators.fetch_many(pgconn))
     results: list[pq.abc.PGresult] = []
     while True:
-        pgconn.consume_input()
-        while pgconn.is_busy():
-            select.select([pgconn.socket], [], [])
-            pgconn.consume_input()
-        result = pgconn.get_result()
-        if result is None:
-            if pgconn.status == pq.ConnStatus.BAD:
-                raise psycopg.OperationalError(
-                    "the database connection broke while applying an end-user context")
-            if not pipeline:
-                return results
-            continue  # the end of one statement's results
-        if result.status == pq.ExecStatus.PIPELINE_SYNC:
+        batch = conn.wait(generators.fetch_many(pgconn))
+        if batch and batch[-1].status == pq.ExecStatus.PIPELINE_SYNC:
             return results
-        results.append(result)
+        if not batch and pgconn.status == pq.ConnStatus.BAD:
+            raise psycopg.OperationalError(
+                "the database connection broke while applying an end-user context")
+        results.extend(batch)
 
 
 def _raise_first_error(conn: psycopg.Connection[Any], results: list[pq.abc.PGresult]) -> None:
