@@ -43,9 +43,9 @@ Usage::
 Without ``--url`` the embedded PostgreSQL is started in a temporary directory and stopped at the
 end. With ``--url`` the URL must be a superuser's (identities are created as in the tests); the
 store is dropped at the end unless ``--keep`` (a later run with the same ``--store-id`` and
-``--keep`` reuses it). The embedded server trusts local connections, so the bench connects as
-each role without a password. The HNSW index is built after the load; loading 100k memories
-takes about two minutes here.
+``--keep`` reuses it). The embedded server requires passwords: the bench connects as each role
+with the tests' password (``tests/dds.py``: ``url_as`` names a password file). The HNSW index is
+built after the load; loading 100k memories takes about two minutes here.
 """
 
 from __future__ import annotations

@@ -27,7 +27,10 @@ _store_counter = itertools.count(1)
 
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
-    """URL of the session's database (the embedded server, started once).
+    """URL of the session's database (the embedded server, started once) as the superuser.
+
+    The server requires passwords; the URL carries none: its ``passfile=`` names the superuser's
+    password file in the data directory (``embedded.admin_passfile``).
 
     The data directory is a private temporary directory outside pytest's rotating base
     directory, so concurrent pytest runs cannot remove it under a running server.

@@ -9,16 +9,22 @@ global-memories roles; group ``team`` holds them too (for identity-provider user
 
 from __future__ import annotations
 
+import atexit
 import itertools
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
 
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
+from oracleagentmemory.devissuer import DevIssuer
 from oracleagentmemory.core.deepsec import (
     GlobalMemoriesDeepDataSecurityPolicy,
     IdentityProviderUser,
@@ -38,15 +44,58 @@ RUNTIME = "oam_test_rt"
 OTHER_RUNTIME = "oam_test_rt2"
 USERS = ("alice", "bob", "carol")
 GROUP = "team"
+APPLICATIONS = ("gw", "other_app")
+"""The tests' applications; both are bound to every store ``new_store`` creates."""
+IDP = "test_idp"
+"""The identity provider of the tests (a local issuer); its users' rows carry ``test_idp:<name>``."""
+ISSUER = "https://issuer.oam.test"
+AUDIENCE = "oam-tests"
 POLICIES = [UserOwnRowsDeepDataSecurityPolicy(), GlobalMemoriesDeepDataSecurityPolicy()]
+TEST_PASSWORD = "oam-test-login-password"
+"""The password of every login role the tests create (test-only; never a production secret)."""
 _ids = itertools.count(1)
+_passfile: Path | None = None
+
+
+def test_passfile() -> Path:
+    """A libpq password file (mode 0600) giving :data:`TEST_PASSWORD` for any role."""
+    global _passfile
+    if _passfile is None:
+        directory = tempfile.mkdtemp(prefix="oam-test-pgpass-")
+        atexit.register(shutil.rmtree, directory, True)
+        path = Path(directory) / "pgpass"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(f"*:*:*:*:{TEST_PASSWORD}\n")
+        _passfile = path
+    return _passfile
+
+
+def db_user(user: str) -> str:
+    """The user name rows carry for a test user: local users as named, others namespaced."""
+    return user if user in USERS or ":" in user else f"{IDP}:{user}"
 
 
 def url_as(url: str, role: str) -> str:
-    """``url`` with ``role`` as the user (the embedded server trusts local connections)."""
+    """``url`` with ``role`` as the user, authenticating with :data:`TEST_PASSWORD`.
+
+    The embedded server requires a password: the URL names :func:`test_passfile` with libpq's
+    ``passfile=`` (in place of ``url``'s own password or password file), so it carries no
+    password and ``oam-admin --url`` accepts it.
+    """
     parts = urlsplit(url)
-    host = parts.netloc.split("@", 1)[-1]
-    return urlunsplit((parts.scheme, f"{role}@{host}", parts.path, parts.query, parts.fragment))
+    host = parts.netloc.rsplit("@", 1)[-1]
+    query = [p for p in parts.query.split("&")
+             if p and p.split("=", 1)[0] not in ("password", "passfile")]
+    query.append(f"passfile={quote(str(test_passfile()), safe='/')}")
+    return urlunsplit((parts.scheme, f"{role}@{host}", parts.path, "&".join(query),
+                       parts.fragment))
+
+
+def set_test_password(conn: psycopg.Connection[Any], role: str) -> None:
+    """Give ``role`` :data:`TEST_PASSWORD` (so :func:`url_as` logs in as it)."""
+    conn.execute(psycopg.sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+        psycopg.sql.Identifier(role), psycopg.sql.Literal(TEST_PASSWORD)))
 
 
 @dataclass
@@ -60,14 +109,22 @@ class DdsEnvironment:
     other_runtime_url: str
     token: str
     other_app_token: str
+    issuer: DevIssuer
 
     def context(self, user: str, **kwargs: Any) -> Any:
         """A PostgreSQL end-user security context for a local end user."""
         return create_end_user_security_context(self.token, (user, None), **kwargs)
 
     def idp_context(self, user: str, groups: tuple[str, ...] = (GROUP,)) -> Any:
-        """A context for an identity-provider user in ``groups``."""
-        return create_end_user_security_context(self.token, IdentityProviderUser(user, groups))
+        """A context for an identity-provider user in ``groups``, vouched for by the app."""
+        return create_end_user_security_context(self.token,
+                                                IdentityProviderUser(user, groups, IDP))
+
+    def token_context(self, user: str, groups: tuple[str, ...] = (GROUP,),
+                      app_token: str | None = None, **claims: Any) -> Any:
+        """A context carrying the test issuer's token for ``user`` (token mode)."""
+        jwt = self.issuer.token(user, audience=AUDIENCE, groups=groups, **claims)
+        return create_end_user_security_context(app_token or self.token, jwt)
 
     def new_store(self, vector_dim: int | None = 3, **kwargs: Any) -> str:
         """Create a store as the owner, install both policies, grant them; returns its id."""
@@ -79,10 +136,17 @@ class DdsEnvironment:
             add_deep_data_security_policies(conn, OWNER, store_id, POLICIES)
             grant_agent_memory_policies(
                 conn, store_id, OWNER,
-                [*(LocalEndUserPrincipal(u) for u in USERS), OciGroupPrincipal(GROUP)],
+                [*(LocalEndUserPrincipal(u) for u in USERS), OciGroupPrincipal(GROUP, IDP)],
                 POLICIES,
             )
+        self.bind(store_id)
         return store_id
+
+    def bind(self, store_id: str) -> None:
+        """Let both test applications act for the store ``store_id`` of :data:`OWNER`."""
+        with psycopg.connect(self.secadmin_url) as conn:
+            for app in APPLICATIONS:
+                deepsec_admin.bind_application(conn, app, stores=[(OWNER, store_id)])
 
     def owner_store(self, store_id: str, **kwargs: Any) -> OracleDBMemoryStore:
         """The store opened by its owner (no row security applies)."""
@@ -112,8 +176,10 @@ def setup_environment(superuser_url: str) -> DdsEnvironment:
     """Create (idempotently) every identity, the security schema and two applications."""
     with psycopg.connect(superuser_url, autocommit=True) as su:
         _role(su, OWNER, "LOGIN")
+        set_test_password(su, OWNER)
         su.execute(f"CREATE SCHEMA IF NOT EXISTS {OWNER} AUTHORIZATION {OWNER}".encode())
         _role(su, SECADMIN, "LOGIN CREATEROLE")
+        set_test_password(su, SECADMIN)
         database = su.execute("SELECT current_database()").fetchone()
         assert database is not None
         su.execute(f'GRANT CREATE ON DATABASE "{database[0]}" TO {SECADMIN}'.encode())
@@ -123,12 +189,19 @@ def setup_environment(superuser_url: str) -> DdsEnvironment:
         deepsec_admin.install_security_schema(conn)
         for user in USERS:
             deepsec_admin.create_end_user(conn, user)
+        issuer = DevIssuer.create(tempfile.mkdtemp(prefix="oam-test-issuer-"), ISSUER)
+        conn.execute("DELETE FROM oam_sec.identity_provider WHERE name = %s", [IDP])
+        deepsec_admin.add_identity_provider(conn, IDP, ISSUER, AUDIENCE, issuer.jwks())
         tokens = []
         for login, app in ((RUNTIME, "gw"), (OTHER_RUNTIME, "other_app")):
             if not deepsec_admin.role_exists(conn, login):
-                deepsec_admin.create_runtime_login(conn, login, "unused-with-trust-auth", OWNER)
+                deepsec_admin.create_runtime_login(conn, login, TEST_PASSWORD, OWNER)
             conn.execute("DELETE FROM oam_sec.application WHERE app_name = %s", [app])
             tokens.append(deepsec_admin.create_application(conn, app, login).token())
+            deepsec_admin.bind_application(conn, app, identity_providers=[IDP])
+    with psycopg.connect(superuser_url, autocommit=True) as su:
+        for login in (RUNTIME, OTHER_RUNTIME):  # also when an earlier session created them
+            set_test_password(su, login)
     return DdsEnvironment(
         superuser_url=superuser_url,
         owner_url=url_as(superuser_url, OWNER),
@@ -137,4 +210,5 @@ def setup_environment(superuser_url: str) -> DdsEnvironment:
         other_runtime_url=url_as(superuser_url, OTHER_RUNTIME),
         token=tokens[0],
         other_app_token=tokens[1],
+        issuer=issuer,
     )

@@ -1,9 +1,10 @@
 """``oam-admin``: every command on the embedded database, as a subprocess and in-process.
 
 Store commands run as the schema owner (``dds.owner_url``); security commands as the policy
-administrator (``dds.secadmin_url``). The embedded server trusts local connections, so a runtime
-login's password is never used to log in here: the tests check it was stored (SCRAM verifier)
-and that the login's privileges are what the policies give, nothing more.
+administrator (``dds.secadmin_url``). The embedded server requires passwords: the tests check a
+runtime login's password was stored (SCRAM verifier), log in with it (``dds.url_as`` names a
+password file with the tests' password) and that the login's privileges are what the policies
+give, nothing more.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
-from dds import OWNER, url_as
+from dds import IDP, OWNER, TEST_PASSWORD, url_as
 from oracleagentmemory.admin_cli.main import main
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import (
@@ -112,6 +114,7 @@ def protected_store(cli: Cli, dds: Any) -> str:
     """A store created by the owner with both policies installed by the policy administrator."""
     store_id = create_store(cli, dds, "--vector-dim", "3")
     assert cli("policies", "add", *sec_args(dds, store_id)).code == 0
+    dds.bind(store_id)
     return store_id
 
 
@@ -259,7 +262,7 @@ def stored_verifier(dds: Any, login: str) -> str:
     return str(row[0])
 
 
-def create_login(dds: Any, password: str = "rt-pass-from-env") -> str:
+def create_login(dds: Any, password: str = TEST_PASSWORD) -> str:
     login = unique("cli_rt")
     result = run_cli("runtime-login", "create", "--url", dds.secadmin_url, "--login", login,
                      "--owner-schema", OWNER, env={"OAM_RUNTIME_PASSWORD": password})
@@ -355,7 +358,7 @@ def test_application_token_printed_once_and_usable(cli: Cli, dds: Any) -> None:
     login = create_login(dds)
     app = unique("cliapp")
     result = run_cli("application", "create", "--url", dds.secadmin_url, "--name", app,
-                     "--login", login)
+                     "--login", login, "--store", store_id, "--owner-schema", OWNER)
     assert result.code == 0, result
     token = result.out.strip()
     assert result.out == token + "\n"
@@ -438,8 +441,8 @@ def idp_store(dds: Any) -> Callable[[str, str, str], Any]:
 
     @contextmanager
     def open_store(store_id: str, user: str, group: str) -> Iterator[OracleDBMemoryStore]:
-        context = create_end_user_security_context(dds.token, IdentityProviderUser(user,
-                                                                                   (group,)))
+        context = create_end_user_security_context(
+            dds.token, IdentityProviderUser(user, (group,), IDP))
         with OracleMemoryEndUserSecurityContext(context):
             store = OracleDBMemoryStore(None, dds.runtime_url,
                                         schema_policy=SchemaPolicy.NO_CHECK,
@@ -458,25 +461,26 @@ def test_grant_list_and_revoke(cli: Cli, dds: Any, idp_store: Any) -> None:
     listed = run_cli("grants", "list", "--memory-store-id", store_id, "--owner-schema", OWNER,
                      env={"OAM_ADMIN_URL": dds.secadmin_url})
     assert listed.code == 0 and listed.out == ""
-    granted = cli("grant", *sec_args(dds, store_id), "--group", group)
+    granted = cli("grant", *sec_args(dds, store_id), "--group", group, "--idp", IDP)
     assert granted.code == 0, granted
     assert granted.out.strip() == (f"granted global_memories, own_user_rows on memory store "
-                                   f"{store_id!r} to group {group}")
+                                   f"{store_id!r} to group {IDP}:{group}")
     assert cli("grant", *sec_args(dds, store_id), "--user", "alice", "--user", "bob",
                "--policy", "own_user_rows").code == 0
     listed = run_cli("grants", "list", "--memory-store-id", store_id, "--owner-schema", OWNER,
                      env={"OAM_ADMIN_URL": dds.secadmin_url})
     assert listed.out.splitlines() == [
-        f"group {group}: global_memories, own_user_rows",
+        f"group {IDP}:{group}: global_memories, own_user_rows",
         "user alice: own_user_rows",
         "user bob: own_user_rows",
     ]
     with idp_store(store_id, "zed", group) as store:
         store.add(["zed's note"], "memory", record_ids="z1")
         assert [r.id for r in store.list("memory")] == ["z1"]
-    revoked = cli("revoke", *sec_args(dds, store_id), "--group", group)
+    revoked = cli("revoke", *sec_args(dds, store_id), "--group", group, "--idp", IDP)
     assert revoked.code == 0 and revoked.out.strip() == (
-        f"revoked global_memories, own_user_rows on memory store {store_id!r} from group {group}")
+        f"revoked global_memories, own_user_rows on memory store {store_id!r} from group "
+        f"{IDP}:{group}")
     with idp_store(store_id, "zed", group) as store:
         assert store.list("memory") == []
     assert cli("grants", "list", *sec_args(dds, store_id)).out.splitlines() == [
@@ -490,7 +494,7 @@ def test_grant_failures(cli: Cli, dds: Any) -> None:
     unknown = cli("grant", *sec_args(dds, store_id), "--user", "no_such_user")
     assert_one_line_error(unknown, 1, "local end user 'no_such_user' does not exist")
     bare = create_store(cli, dds)
-    no_policy = cli("grant", *sec_args(dds, bare), "--group", "g")
+    no_policy = cli("grant", *sec_args(dds, bare), "--group", "g", "--idp", IDP)
     assert_one_line_error(no_policy, 1, f"no policy is installed on memory store {bare!r}")
     assert cli("grants", "list", *sec_args(dds, store_id)).out == ""
 
@@ -547,12 +551,15 @@ def test_db_start_url_stop(private_data_dir: Path) -> None:
     assert started.code == 0, started
     url = started.out.strip()
     assert url.startswith("postgresql://")
+    assert "password" not in url.replace("passfile=", "") and urlsplit(url).password is None
+    assert f"passfile={private_data_dir / 'oam-admin.pgpass'}" in url
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT extname FROM pg_extension WHERE extname = 'vector'"
                             ).fetchone() == ("vector",)
     assert run_cli("db", "url", *data).out.strip() == url
     as_user = run_cli("db", "url", *data, "--user", "support_rt").out.strip()
     assert as_user.startswith("postgresql://support_rt@") and as_user != url
+    assert "passfile" not in as_user and "password" not in as_user
     by_default = run_cli("store", "create", "--memory-store-id", "dflt", "--vector-dim", "4",
                          env={"OAM_EMBEDDED_PGDATA": str(private_data_dir)})
     assert by_default.code == 0, by_default

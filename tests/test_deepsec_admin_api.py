@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from dds import GROUP, OWNER, POLICIES, SECADMIN, USERS, url_as
+from dds import GROUP, IDP, OWNER, POLICIES, SECADMIN, TEST_PASSWORD, USERS, url_as
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import (
     EndUserContextError,
@@ -46,6 +46,7 @@ def bare_store(dds: Any) -> str:
     with psycopg.connect(dds.owner_url) as conn:
         OracleDBMemoryStore(None, conn, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
                             memory_store_id=store_id)
+    dds.bind(store_id)
     return store_id
 
 
@@ -189,7 +190,7 @@ def test_grant_revoke_and_list_for_local_users_and_groups(dds: Any) -> None:
     with pytest.raises(psycopg.errors.InsufficientPrivilege, match=RLS_REFUSAL):
         add_as(dds, store_id, dds.context("alice"), "a1")
 
-    alice, crew = LocalEndUserPrincipal("alice"), OciGroupPrincipal("crew")
+    alice, crew = LocalEndUserPrincipal("alice"), OciGroupPrincipal("crew", IDP)
     grant_agent_memory_policies(dds.secadmin_url, store_id, OWNER, [alice, crew], [OWN])
     grant_agent_memory_policies(dds.secadmin_url, store_id, OWNER, [crew], [GLOBAL])
     assert grants(dds, store_id) == {alice: {OWN}, crew: {OWN, GLOBAL}}
@@ -213,7 +214,7 @@ def test_grant_revoke_and_list_for_local_users_and_groups(dds: Any) -> None:
 
 def test_list_granted_policies_of_the_shared_environment(dds: Any, store_id: str) -> None:
     expected: dict[Principal, set[Any]] = {LocalEndUserPrincipal(u): {OWN, GLOBAL} for u in USERS}
-    expected[OciGroupPrincipal(GROUP)] = {OWN, GLOBAL}
+    expected[OciGroupPrincipal(GROUP, IDP)] = {OWN, GLOBAL}
     assert grants(dds, store_id) == expected
 
 
@@ -343,7 +344,7 @@ def throwaway_role(dds: Any) -> Iterator[str]:
     """A login role that is neither the owner nor the policy administrator."""
     role = f"oam_test_intruder_{secrets.token_hex(3)}"
     with psycopg.connect(dds.superuser_url, autocommit=True) as su:
-        su.execute(f"CREATE ROLE {role} LOGIN".encode())
+        su.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{TEST_PASSWORD}'".encode())
     yield role
     with psycopg.connect(dds.superuser_url, autocommit=True) as su:
         su.execute(f"DROP ROLE {role}".encode())

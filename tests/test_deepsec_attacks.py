@@ -75,7 +75,6 @@ RELATIONS = {
     # relation id: (source, target); created by the owner, whatever the endpoints' users
     "r-a1-a2": ("a1", "a2"),
     "r-b1-b2": ("b1", "b2"),
-    "r-a1-b1": ("a1", "b1"),
     "r-a2-g1": ("a2", "g1"),
     "r-g1-g2": ("g1", "g2"),
     "r-b2-g2": ("b2", "g2"),
@@ -244,10 +243,10 @@ def insert_statement(seeded: Seeded, logical: str, user: str) -> sql.Composed:
         "message": ("id, user_id, content, seq_no", f"'x-message', '{user}', 'x', 0"),
         "document": ("id, user_id, description", f"'x-document', '{user}', 'x'"),
         "memory": ("id, record_type, user_id, content", f"'x-memory', 'memory', '{user}', 'x'"),
-        "memory_link": ("id, source_id, source_type, target_id, target_type, relation_type, "
-                        "opposite_relation_type",
-                        f"'x-link', '{user[0]}1', 'memory', '{user[0]}3', 'memory', 'related', "
-                        "'related'"),
+        "memory_link": ("id, user_id, source_id, source_type, target_id, target_type, "
+                        "relation_type, opposite_relation_type",
+                        f"'x-link', '{user}', '{user[0]}1', 'memory', '{user[0]}3', 'memory', "
+                        "'related', 'related'"),
         "record_chunks": ("record_type, record_id, chunk_no, user_id",
                           f"'memory', 'a1', 99, '{user}'"),
         "registry": ("store_key, schema_version, search_mode, search_index_sync",
@@ -485,8 +484,11 @@ def test_runtime_login_attributes_and_memberships(dds: Any) -> None:
             "SELECT p.proname, has_function_privilege(%s, p.oid, 'EXECUTE') FROM pg_proc p "
             "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'oam_sec' "
             "ORDER BY p.proname", [RUNTIME]).fetchall()
-        assert functions == [("apply_assertion", True), ("bump_grants_version", False),
-                             ("claims", False), ("end_user", True), ("has_data_role", True),
+        assert functions == [("apply_assertion", True), ("b64url_decode", False),
+                             ("bump_grants_version", False), ("bytes_to_numeric", False),
+                             ("claims", False), ("end_user", True), ("granted_roles", False),
+                             ("has_data_role", True), ("jwt_rs256_claims", False),
+                             ("modexp", False), ("session_is_pristine", False),
                              ("verified_user", True), ("verify_assertion", False)]
         readable = conn.execute(
             "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -707,17 +709,20 @@ def test_raw_sql_inside_a_valid_context_cannot_reach_other_users(dds: Any,
                 assert conn.execute(delete_statement(fresh, logical, f"{column} = 'bob'")
                                     ).rowcount == 0, logical
         with with_assertion(conn, alice.assertion()):
-            # Only the link between alice's own memories is writable.
+            # Only the link between alice's own memories is writable; her links (also the
+            # one to a global memory) are hers to delete, no other link is.
             assert conn.execute(update_statement(fresh, "memory_link")).rowcount == 1
-            assert conn.execute(delete_statement(fresh, "memory_link", "id <> 'r-a1-a2'")
-                                ).rowcount == 0
-        for source, target in (("a1", "b1"), ("b3", "a3"), ("b1", "b3"), ("a3", "g2")):
+            assert conn.execute(delete_statement(
+                fresh, "memory_link", "id NOT IN ('r-a1-a2', 'r-a2-g1')")).rowcount == 0
+        for owner, source, target in (("alice", "a1", "b1"), ("alice", "b3", "a3"),
+                                      ("alice", "b1", "b3"), ("alice", "a3", "g2"),
+                                      ("bob", "b1", "b3"), (None, "g1", "g2")):
             link = sql.SQL(
-                "INSERT INTO {} (id, source_id, source_type, target_id, target_type, "
-                "relation_type, opposite_relation_type) VALUES ('x', %s, 'memory', %s, 'memory', "
-                "'related', 'related')").format(fresh.table("memory_link"))
+                "INSERT INTO {} (id, user_id, source_id, source_type, target_id, target_type, "
+                "relation_type, opposite_relation_type) VALUES ('x', %s, %s, 'memory', %s, "
+                "'memory', 'related', 'related')").format(fresh.table("memory_link"))
             with refused(conn, alice.assertion(), RLS_VIOLATION):
-                conn.execute(link, [source, target])
+                conn.execute(link, [owner, source, target])
     assert owner_rows(dds, fresh) == before
 
 

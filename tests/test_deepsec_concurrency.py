@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from dds import OWNER
+from dds import OWNER, db_user
 from oracleagentmemory.apis.records import Record, ScopedRecord
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
@@ -72,7 +72,7 @@ class Ledger:
                 self.checked += 1
                 user_id = record.user_id if isinstance(record, ScopedRecord) else "<unscoped>"
                 written_by = self.owners.get(record.id, "<unknown>")
-                if user_id not in (user, None) or written_by not in (user, None):
+                if user_id not in (db_user(user), None) or written_by not in (user, None):
                     self.leaks.append(f"{operation} by {user} returned {record.id} of "
                                       f"{user_id} (written by {written_by})")
                 elif user_id is None:
@@ -111,7 +111,8 @@ def seeded_store(dds: Any, ledger: Ledger, per_user: int) -> str:
                   user_ids=None, embeddings=[vector(rng) for _ in GLOBAL_IDS])
         for user in USERS:
             ids = [f"{user}-seed{n}" for n in range(per_user)]
-            owner.add([f"{user}|seed" for _ in ids], "memory", record_ids=ids, user_ids=user,
+            owner.add([f"{user}|seed" for _ in ids], "memory", record_ids=ids,
+                      user_ids=db_user(user),
                       embeddings=[vector(rng) for _ in ids])
             for record_id in ids:
                 ledger.remember(record_id, user)
@@ -130,7 +131,8 @@ def assert_rows_match_their_writers(dds: Any, store_id: str) -> None:
     finally:
         owner.close()
     wrong = [(m.id, m.user_id, m.content) for m in memories
-             if str(m.content).split("|")[0] != (m.user_id or "global")]
+             if (db_user(str(m.content).split("|")[0]) if m.user_id else "global")
+             != (m.user_id or "global")]
     assert wrong == []
     assert sorted(m.id for m in memories if m.user_id is None) == sorted(GLOBAL_IDS)
     assert all(m.content == f"global|{m.id}" for m in memories if m.user_id is None)
@@ -259,7 +261,7 @@ def test_async_tasks_of_different_users_on_one_pool_never_leak(
                     deleted = await store.delete_async("memory", other)
                     ledger.check_write(user, other, owner, deleted, "delete")
             own = await store.get_async("memory", record_id)
-            assert isinstance(own, ScopedRecord) and own.user_id == user
+            assert isinstance(own, ScopedRecord) and own.user_id == db_user(user)
             ledger.check(user, [own], "get")
 
     async def main() -> None:

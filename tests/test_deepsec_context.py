@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from dds import OWNER
+from dds import OWNER, db_user
 from oracleagentmemory.apis import PendingRecordBatch
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import (
@@ -131,10 +131,10 @@ def test_fifty_concurrent_tasks_never_see_each_others_rows(dds: Any, store_id: s
         pool.close()
     for user, seen, owners in results:
         assert seen == [f"{user}-a", f"{user}-b"]
-        assert owners == {user}
+        assert owners == {db_user(user)}
     stored = owner_rows(dds, store_id)
     assert len(stored) == 100
-    assert all(user_id is not None and record_id.startswith(user_id + "-")
+    assert all(user_id is not None and db_user(record_id.rsplit("-", 1)[0]) == user_id
                for record_id, user_id in stored.items())
 
 

@@ -103,17 +103,22 @@ def test_an_unrelated_grant_change_only_costs_a_new_verification(
         assert len(store.list("memory")) == 3
 
 
-def test_backends_see_only_their_own_verified_assertions(dds: Any) -> None:
-    with psycopg.connect(dds.runtime_url) as alice, psycopg.connect(dds.runtime_url) as bob:
-        assert alice.execute(APPLY, [dds.context("alice").assertion()]).fetchone() == ("alice",)
-        assert bob.execute(APPLY, [dds.context("bob").assertion()]).fetchone() == ("bob",)
-        alice.commit()
-        bob.commit()
-        seen = {r[0] for r in bob.execute(
+def test_the_session_view_shows_only_the_current_assertion(dds: Any) -> None:
+    def seen(conn: psycopg.Connection[Any]) -> set[str]:
+        return {r[0] for r in conn.execute(
             "SELECT username FROM oam_sec.session_end_user").fetchall()}
-        assert "bob" in seen and "alice" not in seen
+
+    with psycopg.connect(dds.runtime_url) as conn, psycopg.connect(dds.runtime_url) as other:
+        assert other.execute(APPLY, [dds.context("carol").assertion()]).fetchone() == ("carol",)
+        assert conn.execute(APPLY, [dds.context("alice").assertion()]).fetchone() == ("alice",)
+        conn.commit()
+        # Earlier users of the same backend (alice) and other backends' (carol) stay hidden.
+        assert conn.execute(APPLY, [dds.context("bob").assertion()]).fetchone() == ("bob",)
+        assert seen(conn) == {"bob"}  # positive control: the current assertion's row
+        conn.commit()
+        assert seen(conn) == set()
         with pytest.raises(errors.InsufficientPrivilege):
-            bob.execute("SELECT count(*) FROM oam_sec.session_cache")
+            conn.execute("SELECT count(*) FROM oam_sec.session_cache")
 
 
 @pytest.mark.parametrize("statement", [

@@ -246,13 +246,19 @@ def test_an_exact_scope_filter_skips_linked_memories_of_another_scope(
     add(vector_store, "same", **mine)
     add(vector_store, "other", **theirs)
     add(vector_store, "unscoped")
-    for target in ("same", "other", "unscoped"):
+    for target in ("same", "unscoped"):
         link(vector_store, "a", target)
+    if dimension == "user":
+        # Record ids are unique per user: a relation never links two users' memories.
+        with pytest.raises(ValueError, match="memories of one user"):
+            link(vector_store, "a", "other")
+    else:
+        link(vector_store, "a", "other")
     exact = {f"{dimension}_id": "mine", f"exact_{dimension}_match": True}
     assert linked_ids(top(vector_store, num_hops=1, **exact)) == ["same"]
     loose = {f"{dimension}_id": "mine", f"exact_{dimension}_match": False}
-    assert sorted(linked_ids(top(vector_store, num_hops=1, **loose))) == [
-        "other", "same", "unscoped"]
+    assert sorted(linked_ids(top(vector_store, num_hops=1, **loose))) == (
+        ["same", "unscoped"] if dimension == "user" else ["other", "same", "unscoped"])
 
 
 def test_an_exact_none_scope_keeps_only_unscoped_linked_memories(
@@ -315,12 +321,13 @@ def test_record_types_apply_to_linked_memories(vector_store: OracleDBMemoryStore
 
 def test_a_skipped_memory_also_hides_what_lies_only_behind_it(
         vector_store: OracleDBMemoryStore) -> None:
-    add(vector_store, "a", Q, user_ids="u1")
-    add(vector_store, "foreign", user_ids="u2")
-    add(vector_store, "behind", user_ids="u1")
+    # Agents, not users: a relation never links two users' memories.
+    add(vector_store, "a", Q, agent_ids="u1")
+    add(vector_store, "foreign", agent_ids="u2")
+    add(vector_store, "behind", agent_ids="u1")
     link(vector_store, "a", "foreign")
     link(vector_store, "foreign", "behind")
-    assert linked_ids(top(vector_store, num_hops=2, user_id="u1", exact_user_match=True)) == []
+    assert linked_ids(top(vector_store, num_hops=2, agent_id="u1", exact_agent_match=True)) == []
     assert linked_ids(top(vector_store, num_hops=2)) == ["foreign", "behind"]
 
 

@@ -20,7 +20,7 @@ from oam_policies import (
     DataRolePolicy,
     TableGrant,
 )
-from oam_policies.declarations import LINK_ENDPOINTS_OWNED, LINK_ENDPOINTS_VISIBLE
+from oam_policies.declarations import CHUNK_PARENT_OWNED, LINK_ENDPOINTS_OWNED
 from oam_policies.model import (
     AllOf,
     Always,
@@ -83,7 +83,7 @@ def test_own_rows_covers_every_managed_table_and_the_registry() -> None:
     assert set(OWN_USER_ROWS.tables()) == {*MANAGED_TABLES, "registry"}
 
 
-@pytest.mark.parametrize("table", OWNED_RECORD_TABLES)
+@pytest.mark.parametrize("table", [t for t in OWNED_RECORD_TABLES if t != "record_chunks"])
 def test_own_rows_reads_and_writes_rows_whose_user_id_is_the_end_user(table: str) -> None:
     grant = only_grant(OWN_USER_ROWS, table)
     assert grant.predicate == EndUserIs("user_id")
@@ -100,20 +100,29 @@ def test_own_rows_covers_only_the_end_users_own_profile() -> None:
         grant.insert_columns)
 
 
-def test_own_rows_links_readable_when_visible_writable_only_when_both_endpoints_owned() -> None:
+def test_own_rows_links_are_the_users_own_and_writable_only_between_own_memories() -> None:
     read, write = grants_on(OWN_USER_ROWS, "memory_link")
-    assert read.predicate == LINK_ENDPOINTS_VISIBLE == AllOf((
-        ExistsVisible("memory", key="id", column="source_id"),
-        ExistsVisible("memory", key="id", column="target_id"),
-    ))
-    assert read.select and not read.delete
+    assert read.predicate == EndUserIs("user_id")
+    assert read.select and read.delete
     assert read.insert_columns is None and read.update_columns is None
     assert write.predicate == LINK_ENDPOINTS_OWNED == AllOf((
+        EndUserIs("user_id"),
         ExistsVisible("memory", key="id", column="source_id", where=EndUserIs("user_id")),
         ExistsVisible("memory", key="id", column="target_id", where=EndUserIs("user_id")),
     ))
-    assert not write.select and write.delete
-    assert write.insert_columns is not None and write.update_columns is not None
+    assert not write.select and not write.delete
+    assert write.insert_columns is not None and "user_id" in write.insert_columns
+    assert write.update_columns is not None and "user_id" not in write.update_columns
+
+
+def test_own_rows_chunks_are_written_only_for_the_users_own_records() -> None:
+    read, write = grants_on(OWN_USER_ROWS, "record_chunks")
+    assert read.predicate == EndUserIs("user_id") and read.select and read.delete
+    assert read.insert_columns is None and read.update_columns is None
+    assert write.predicate == CHUNK_PARENT_OWNED
+    assert isinstance(write.predicate, AllOf) and write.predicate.parts[0] == EndUserIs("user_id")
+    assert not write.select and not write.delete
+    assert write.insert_columns is not None and write.update_columns == ("embedding",)
 
 
 @pytest.mark.parametrize("policy", [OWN_USER_ROWS, GLOBAL_MEMORIES])
@@ -129,9 +138,9 @@ def test_global_memories_reads_null_user_memories_their_chunks_and_their_links()
     assert chunks == AllOf((
         AnyOf(tuple(Equals("record_type", t) for t in ("memory", "fact", "guideline",
                                                         "preference"))),
-        ExistsVisible("memory", key="id", column="record_id", where=IsNull("user_id")),
+        IsNull("user_id"),
     ))
-    assert only_grant(GLOBAL_MEMORIES, "memory_link").predicate == LINK_ENDPOINTS_VISIBLE
+    assert only_grant(GLOBAL_MEMORIES, "memory_link").predicate == IsNull("user_id")
 
 
 def test_global_memories_grants_no_write_at_all() -> None:
@@ -222,7 +231,8 @@ def test_predicates_without_the_end_user_check_the_data_role() -> None:
 def test_exists_predicate_correlates_with_the_outer_table() -> None:
     rendered = render_predicate(LINK_ENDPOINTS_OWNED, target(), "memory_link")
     assert rendered == (
-        '(EXISTS (SELECT 1 FROM "sch"."st_memory" x WHERE x.id = "st_memory_link".source_id '
+        f'(user_id = {END_USER} AND '
+        'EXISTS (SELECT 1 FROM "sch"."st_memory" x WHERE x.id = "st_memory_link".source_id '
         f"AND x.user_id = {END_USER}) AND "
         'EXISTS (SELECT 1 FROM "sch"."st_memory" x WHERE x.id = "st_memory_link".target_id '
         f"AND x.user_id = {END_USER}))"

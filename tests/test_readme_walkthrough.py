@@ -67,7 +67,8 @@ def test_walkthrough_has_the_promised_steps() -> None:
     python = [code for lang, code in blocks if lang == "python"]
     for step in (r"oam-admin store create ", r"oam-admin policies add ",
                  r"oam-admin runtime-login create ", r"oam-admin application create ",
-                 r"oam-admin grant .*--group support\b"):
+                 r"oam-admin grant .*--group support\b", r"oam-admin idp add ",
+                 r"--require-token"):
         assert re.search(step, shell), step
     assert "--password " not in shell and "--password=" not in shell
     assert len(python) == 1
@@ -91,19 +92,20 @@ def test_readme_walkthrough_runs_as_written(private_pgdata: Path, tmp_path: Path
         else:
             assert lang == "python", lang
             for key, value in env.items():
-                if key.startswith("OAM_"):
+                if key.startswith("OAM_") or key.endswith("_TOKEN"):
                     monkeypatch.setenv(key, value)
             capsys.readouterr()
             exec(compile(code, f"{README}:{SECTION}", "exec"), {"__name__": "__readme__"})
             printed.append(capsys.readouterr().out)
             check_rows_written_by_the_runtime(env)
+            check_token_mode(env)
         if lang == "bash" and "oam-admin grants list" in code:
             check_database_state(env)
 
     token = env["OAM_APP_TOKEN"]
     assert re.fullmatch(r"oamapp1\.support_gw\.[0-9a-f]{64}", token)
-    assert "group support: global_memories, own_user_rows" in "".join(shell_output)
-    assert printed == ["dana Dana wants follow-ups by email, not phone\n"]
+    assert "group corp:support: global_memories, own_user_rows" in "".join(shell_output)
+    assert printed == ["corp:dana Dana wants follow-ups by email, not phone\n"]
     assert re.search(r"removed \d+ expired rows from memory store 'support'",
                      "".join(shell_output))
 
@@ -117,7 +119,9 @@ def check_database_state(env: dict[str, str]) -> None:
     with psycopg.connect(admin_url) as admin:
         admin.execute("INSERT INTO public.support_memory (id, record_type, user_id, content) "
                       "VALUES ('seed', 'memory', 'dana', 'seeded by the admin')")
-    with psycopg.connect(runtime_url) as rt:
+    with pytest.raises(psycopg.OperationalError, match="no password supplied"):
+        psycopg.connect(runtime_url)
+    with psycopg.connect(runtime_url, password=env["OAM_RUNTIME_PASSWORD"]) as rt:
         assert rt.execute("SELECT count(*) FROM public.support_memory").fetchone() == (0,)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             rt.execute("SELECT * FROM oam_sec.application")
@@ -129,4 +133,33 @@ def check_rows_written_by_the_runtime(env: dict[str, str]) -> None:
     """The runtime's write landed in dana's name although it never passed a user_id."""
     with psycopg.connect(env["OAM_ADMIN_URL"]) as admin:
         rows = admin.execute("SELECT user_id, content FROM public.support_memory").fetchall()
-    assert rows == [("dana", "Dana wants follow-ups by email, not phone")]
+    assert rows == [("corp:dana", "Dana wants follow-ups by email, not phone")]
+
+
+def check_token_mode(env: dict[str, str]) -> None:
+    """In token mode the application token alone speaks for nobody, and a token of a user
+    outside the granted group reads nothing; dana's own token still reads (positive control)."""
+    from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
+    from oracleagentmemory.core.deepsec import (
+        IdentityProviderUser,
+        OracleMemoryEndUserSecurityContext,
+        create_end_user_security_context,
+    )
+    from oracleagentmemory.engines.base import SecurityContextError
+
+    def notes(identity: object) -> list[str]:
+        context = create_end_user_security_context(env["OAM_APP_TOKEN"], identity)  # type: ignore[arg-type]
+        with psycopg.connect(env["OAM_RUNTIME_URL"], password=env["OAM_RUNTIME_PASSWORD"],
+                             autocommit=True) as conn, \
+                OracleMemoryEndUserSecurityContext(context):
+            store = OracleDBMemoryStore(None, conn, schema_policy=SchemaPolicy.NO_CHECK,
+                                        memory_store_id="support", schema_owner="public")
+            try:
+                return [str(r.content) for r in store.list("memory")]
+            finally:
+                store.close()
+
+    assert notes(env["DANA_TOKEN"]) == ["Dana wants follow-ups by email, not phone"]
+    for vouched in (IdentityProviderUser("dana", ("support",), "corp"), ("dana", None)):
+        with pytest.raises(SecurityContextError):
+            notes(vouched)

@@ -25,17 +25,32 @@ IS_MEMORY_CHUNK = AnyOf(tuple(Equals("record_type", t) for t in MEMORY_RECORD_TY
 _TIMES = ("event_ts",)
 _SCOPE = ("thread_id", "user_id", "agent_id")
 
-LINK_ENDPOINTS_VISIBLE = AllOf((
-    ExistsVisible("memory", key="id", column="source_id"),
-    ExistsVisible("memory", key="id", column="target_id"),
-))
-"""A link is readable when the user can read both endpoint memories."""
-
 LINK_ENDPOINTS_OWNED = AllOf((
+    OWN,
     ExistsVisible("memory", key="id", column="source_id", where=EndUserIs("user_id")),
     ExistsVisible("memory", key="id", column="target_id", where=EndUserIs("user_id")),
 ))
-"""A link is writable when both endpoint memories are the user's own."""
+"""A link is writable when it and both endpoint memories are the user's own."""
+
+CHUNK_PARENT_OWNED = AllOf((
+    OWN,
+    AnyOf((
+        AllOf((IS_MEMORY_CHUNK, ExistsVisible("memory", key="id", column="record_id",
+                                              where=EndUserIs("user_id")))),
+        AllOf((Equals("record_type", "message"),
+               ExistsVisible("message", key="id", column="record_id",
+                             where=EndUserIs("user_id")))),
+        AllOf((Equals("record_type", "user_profile"), EndUserIs("record_id"))),
+    )),
+))
+"""A retrieval row is writable when it and the record it indexes are the user's own.
+
+Record ids are unique per owner, so the record is the one with the chunk's id and owner; a user
+can never plant a chunk that indexes a global record or another user's.
+"""
+
+GLOBAL_ROW = IsNull("user_id")
+"""A row that belongs to no user (written by the admin identity)."""
 
 OWN_USER_ROWS = DataRolePolicy(
     name="own_user_rows",
@@ -80,12 +95,12 @@ OWN_USER_ROWS = DataRolePolicy(
             update_columns=("content", "metadata", *_TIMES, "expires_at", "status", "updated_at"),
             delete=True,
         ),
+        TableGrant("record_chunks", OWN, delete=True),
         TableGrant(
-            "record_chunks", OWN,
+            "record_chunks", CHUNK_PARENT_OWNED, select=False,
             insert_columns=("record_type", "record_id", "chunk_no", "chunk_text", *_SCOPE,
                             "embedding"),
             update_columns=("embedding",),
-            delete=True,
         ),
         TableGrant(
             "actor_profile", AllOf((Equals("actor_type", "user"), EndUserIs("actor_id"))),
@@ -93,33 +108,29 @@ OWN_USER_ROWS = DataRolePolicy(
             update_columns=("content", "metadata", *_TIMES, "updated_at"),
             delete=True,
         ),
-        TableGrant("memory_link", LINK_ENDPOINTS_VISIBLE, select=True),
+        TableGrant("memory_link", OWN, delete=True),
         TableGrant(
             "memory_link", LINK_ENDPOINTS_OWNED, select=False,
-            insert_columns=("id", "source_id", "source_type", "target_id", "target_type",
-                            "relation_type", "opposite_relation_type", "metadata", *_TIMES),
+            insert_columns=("id", "user_id", "source_id", "source_type", "target_id",
+                            "target_type", "relation_type", "opposite_relation_type", "metadata",
+                            *_TIMES),
             update_columns=("relation_type", "opposite_relation_type", "metadata", *_TIMES,
                             "updated_at"),
-            delete=True,
         ),
     ),
 )
 
 GLOBAL_MEMORIES = DataRolePolicy(
     name="global_memories",
-    description="Read memories whose user_id is NULL, their chunks, and links between visible "
-    "memories.",
+    description="Read memories whose user_id is NULL, their chunks, and the links between "
+    "them.",
     grants=(
         TableGrant("registry", Always(), select=True),
-        TableGrant("memory", IsNull("user_id")),
-        TableGrant(
-            "record_chunks",
-            AllOf((
-                IS_MEMORY_CHUNK,
-                ExistsVisible("memory", key="id", column="record_id", where=IsNull("user_id")),
-            )),
-        ),
-        TableGrant("memory_link", LINK_ENDPOINTS_VISIBLE),
+        TableGrant("memory", GLOBAL_ROW),
+        # A global memory's retrieval rows and links are global rows themselves: a row a user
+        # wrote (their user_id) never passes for a global one.
+        TableGrant("record_chunks", AllOf((IS_MEMORY_CHUNK, GLOBAL_ROW))),
+        TableGrant("memory_link", GLOBAL_ROW),
     ),
 )
 

@@ -121,12 +121,15 @@ def admin_url(args: argparse.Namespace, console: Console) -> str:
 
 
 def url_for_user(url: str, user: str) -> str:
-    """``url`` with ``user`` as the login (and no password)."""
+    """``url`` with ``user`` as the login, without a password and without ``url``'s password file
+    (the admin's ``passfile=``): the login's application passes its own password."""
     if not _ROLE_NAME.fullmatch(user):
         raise UsageError(f"--user must be a lower-case role name; got {user!r}")
     parts = urlsplit(url)
     host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit((parts.scheme, f"{quote(user, safe='')}@{host}", parts.path, parts.query,
+    query = "&".join(p for p in parts.query.split("&")
+                     if p and p.split("=", 1)[0] not in ("password", "passfile"))
+    return urlunsplit((parts.scheme, f"{quote(user, safe='')}@{host}", parts.path, query,
                        parts.fragment))
 
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from oracleagentmemory.admin_cli import db, security, store
+from oracleagentmemory.admin_cli import check, db, identity, security, store
 from oracleagentmemory.admin_cli._common import (
     POLICY_NAMES,
     RUNTIME_PASSWORD_ENV,
@@ -108,14 +108,18 @@ def build_parser() -> argparse.ArgumentParser:
     db_parser = _sub(commands, "db", db.run_db, "start, stop or locate the embedded database",
                      common)
     db_actions = db_parser.add_subparsers(dest="db_command", metavar="ACTION", required=True)
-    for action, text in (("start", "start (or reuse) the server and print its URL"),
+    for action, text in (("start", "start (or reuse) the server and print its superuser's URL "
+                                   "(no password in it: passfile= names the superuser's "
+                                   "password file in the data directory)"),
                          ("stop", "stop the server"),
-                         ("url", "print the URL of the running server")):
+                         ("url", "print the superuser's URL of the running server")):
         sub = _sub(db_actions, action, None, text, common)
         sub.add_argument("--data-dir", metavar="DIR",
                          help="data directory (default: $OAM_EMBEDDED_PGDATA or a per-user one)")
         if action != "stop":
-            sub.add_argument("--user", metavar="ROLE", help="print the URL for this login role")
+            sub.add_argument("--user", metavar="ROLE",
+                             help="print the URL for this login role (no password and no "
+                                  "password file: the role's client passes its password)")
 
     store_parser = _sub(commands, "store", store.run_store,
                         "create, check, upgrade or recreate a memory store (as its owner)", common)
@@ -169,12 +173,34 @@ def build_parser() -> argparse.ArgumentParser:
                       "register an application identity", common)
     app_actions = app_parser.add_subparsers(dest="application_command", metavar="ACTION",
                                             required=True)
-    sub = _sub(app_actions, "create", None,
-               "register an application bound to a runtime login; prints its database access "
-               "token once", common)
-    sub.add_argument("--name", required=True, metavar="APP")
-    sub.add_argument("--login", required=True, metavar="NAME",
-                     help="the runtime login allowed to use the token")
+    for action, text in (
+        ("create", "register an application bound to a runtime login; prints its database "
+                   "access token once"),
+        ("bind", "let an application act for more stores or identity providers"),
+        ("unbind", "withdraw stores or identity providers from an application"),
+        ("token-mode", "require (--on) or stop requiring (--off) identity-provider tokens"),
+        ("show", "print an application's login, token mode, stores and identity providers"),
+    ):
+        sub = _sub(app_actions, action, None, text, common)
+        sub.add_argument("--name", required=True, metavar="APP")
+        if action == "create":
+            sub.add_argument("--login", required=True, metavar="NAME",
+                             help="the runtime login allowed to use the token")
+        if action in ("create", "bind", "unbind"):
+            sub.add_argument("--store", action="append", metavar="ID",
+                             help="a memory store (of --owner-schema) the application acts for; "
+                                  "repeat for several")
+            _owner(sub, required=False)
+            sub.add_argument("--idp", action="append", metavar="NAME",
+                             help="an identity provider whose users the application acts for")
+        if action == "create":
+            sub.add_argument("--require-token", action="store_true",
+                             help="token mode: the token alone speaks for nobody; every end "
+                                  "user comes with the identity provider's own token")
+        if action == "token-mode":
+            mode = sub.add_mutually_exclusive_group(required=True)
+            mode.add_argument("--on", dest="require_token", action="store_true")
+            mode.add_argument("--off", dest="require_token", action="store_false")
 
     user_parser = _sub(commands, "end-user", security.run_end_user,
                        "create or drop local end users", common)
@@ -195,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--user", action="append", metavar="NAME", help="a local end user")
         sub.add_argument("--group", action="append", metavar="NAME",
                          help="an identity-provider group")
+        sub.add_argument("--idp", metavar="NAME",
+                         help="the identity provider of the --group names (default: the only "
+                              "one registered)")
         _policy(sub, "every policy installed on the store")
 
     grants_parser = _sub(commands, "grants", security.run_grants_list,
@@ -204,6 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = _sub(grants_actions, "list", None, "list each principal with its policies", common)
     _store_id(sub)
     _owner(sub)
+
+    identity.add_parsers(commands, _sub, common)
+    _sub(commands, "check", check.run_check,
+         "report drift of runtime logins and applications (attributes, role settings, "
+         "memberships, bindings); exit status 1 when any is found", common)
 
     sub = _sub(commands, "purge-expired", store.run_purge,
                "delete expired rows of a store (as its owner)", common)

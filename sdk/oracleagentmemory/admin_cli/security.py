@@ -10,6 +10,7 @@ import argparse
 
 import psycopg
 
+from oracleagentmemory.admin_cli import identity
 from oracleagentmemory.admin_cli._common import (
     RUNTIME_PASSWORD_ENV,
     CliError,
@@ -83,13 +84,51 @@ def run_runtime_login(args: argparse.Namespace, console: Console) -> int:
 
 
 def run_application(args: argparse.Namespace, console: Console) -> int:
-    """application create: prints the database access token once, on stdout only."""
+    """application create / bind / unbind / token-mode / show.
+
+    ``create`` prints the database access token once, on stdout only.
+    """
+    action: str = args.application_command
     with admin_connection(admin_url(args, console)) as conn:
+        if action == "show":
+            shown = deepsec_admin.application_bindings(conn, args.name)
+            console.out(f"{args.name}: login {shown['login']}, token mode "
+                        f"{'on' if shown['require_token'] else 'off'}, stores "
+                        f"{', '.join(shown['stores']) or '-'}, identity providers "
+                        f"{', '.join(shown['identity_providers']) or '-'}")
+            return 0
+        if action == "token-mode":
+            with conn.transaction():
+                deepsec_admin.set_require_token(conn, args.name, args.require_token)
+            console.out(f"application {args.name!r}: token mode "
+                        f"{'on' if args.require_token else 'off'}")
+            return 0
+        stores, providers = identity.bindings(args)
+        if action in ("bind", "unbind"):
+            if not stores and not providers:
+                raise UsageError(f"application {action} needs --store or --idp")
+            with conn.transaction():
+                if action == "bind":
+                    deepsec_admin.bind_application(conn, args.name, stores=stores,
+                                                   identity_providers=providers)
+                else:
+                    deepsec_admin.unbind_application(conn, args.name, stores=stores,
+                                                     identity_providers=providers)
+            console.out(f"application {args.name!r} {action}: " + ", ".join(
+                [f"store {a}.{b}" for a, b in stores] + [f"idp {i}" for i in providers]))
+            return 0
         console.progress(f"registering application {args.name!r} bound to login {args.login!r}")
+        if not stores:
+            console.warn("the application acts for no store until `oam-admin application bind "
+                         "--store` names one")
         try:
             with conn.transaction():
                 deepsec_admin.install_security_schema(conn)
                 credential = deepsec_admin.create_application(conn, args.name, args.login)
+                deepsec_admin.bind_application(conn, args.name, stores=stores,
+                                               identity_providers=providers)
+                if args.require_token:
+                    deepsec_admin.set_require_token(conn, args.name, True)
         except psycopg.errors.UniqueViolation:
             raise CliError(f"application {args.name!r} already exists; its token was shown when "
                            "it was created and cannot be shown again") from None
@@ -119,7 +158,7 @@ def run_end_user(args: argparse.Namespace, console: Console) -> int:
 
 def _principals(args: argparse.Namespace) -> list[Principal]:
     principals: list[Principal] = [LocalEndUserPrincipal(u) for u in args.user or []]
-    principals += [OciGroupPrincipal(g) for g in args.group or []]
+    principals += [OciGroupPrincipal(g, args.idp) for g in args.group or []]
     if not principals:
         raise UsageError(f"{args.command} needs at least one --user NAME or --group NAME")
     return principals
@@ -129,7 +168,8 @@ def _describe(principal: Principal) -> str:
     if isinstance(principal, LocalEndUserPrincipal):
         return f"user {principal.username}"
     assert isinstance(principal, OciGroupPrincipal)
-    return f"group {principal.group_name}"
+    provider = f"{principal.identity_provider}:" if principal.identity_provider else ""
+    return f"group {provider}{principal.group_name}"
 
 
 def run_grant(args: argparse.Namespace, console: Console) -> int:

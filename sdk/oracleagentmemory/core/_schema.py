@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
+from oracleagentmemory.core.deepsec.context import EndUserContextError
 from oracleagentmemory.engines.base import Engine, EngineSession, RegistryRow, SchemaOptions, SchemaState
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
 
@@ -67,7 +68,17 @@ def open_schema(engine: Engine, names: StoreNames, policy: SchemaPolicy, securit
 
 
 def _unchecked(session: EngineSession, names: StoreNames, request: SchemaRequest) -> RegistryRow:
-    """NO_CHECK: no validation, no DDL; read the registry when it is readable."""
+    """NO_CHECK: no validation, no DDL; read the registry when it is readable.
+
+    Refuses a connection that row security does not bind: through it, the end-user context
+    would hide nothing.
+    """
+    if session.bypasses_row_security(names):
+        raise EndUserContextError(
+            "SchemaPolicy.NO_CHECK needs a connection that row security binds: this one is a "
+            "superuser, bypasses row-level security, or owns the store's tables (or is a member "
+            "of their owner); connect as the application's runtime login"
+        )
     state = session.read_schema_state(names)
     if state.registry is not None:
         return state.registry

@@ -247,8 +247,15 @@ class OracleDBMemoryStore(OracleMemoryStore):
         """In a NO_CHECK store, an omitted user id is the active end user's name."""
         if self._policy is SchemaPolicy.NO_CHECK:
             context = self._security()
-            username = getattr(context, "username", None)
-            if isinstance(username, str):
+            verified = getattr(context, "verified_username", None)
+            username = verified() if callable(verified) else getattr(context, "username", None)
+            if username == "" or (username is None and callable(verified)):
+                # An identity provider's token names its user only once the database has
+                # verified it: one round trip, the first time this context is used.
+                with self._session():
+                    pass
+                username = verified() if callable(verified) else None
+            if isinstance(username, str) and username:
                 return username
         return NOT_SET_MARKER
 
@@ -555,13 +562,17 @@ class OracleDBMemoryStore(OracleMemoryStore):
         with self._session() as session:
             stored = session.memory_types(self._names, endpoint_ids)
             for n, row in enumerate(rows):
+                owners: list[str | None] = []
                 for side, record_id, record_type in (("source", row.source_id, row.source_type),
                                                      ("target", row.target_id, row.target_type)):
-                    if stored.get(record_id) != record_type:
+                    found = stored.get(record_id, [])
+                    if not found or found[0][0] != record_type:
                         raise ValueError(
                             f"{side}_record_ids[{n}]: no {record_type} record {record_id!r} "
                             "exists in this store"
                         )
+                    owners.append(found[0][1])
+                row.user_id = _link_owner(owners, n)
             try:
                 session.insert_relations(self._names, rows)
             except DuplicateRelationError as exc:
@@ -715,3 +726,17 @@ def _reject_duplicates(plans: builtins.list[RowPlan]) -> None:
 
 
 __all__ = ["MemoryStoreSchemaError", "OracleDBMemoryStore", "RECORD_TYPES", "UNSET"]
+
+
+def _link_owner(owners: builtins.list[str | None], position: int) -> str | None:
+    """The owner of a relation: that of its endpoints (record ids are unique per owner).
+
+    Both endpoints belong to one user, or one of them (or both) is a global memory.
+    """
+    scoped = {owner for owner in owners if owner is not None}
+    if len(scoped) > 1:
+        raise ValueError(
+            f"source_record_ids[{position}]: a relation links memories of one user (or global "
+            f"memories), not of users {sorted(scoped)!r}"
+        )
+    return scoped.pop() if scoped else None

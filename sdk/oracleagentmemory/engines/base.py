@@ -177,6 +177,8 @@ class RelationRow:
     opposite_relation_type: str
     event_ts: datetime | None
     metadata: dict[str, Any] | None
+    user_id: str | None = None
+    """The owner of both endpoints (``None``: global memories); set from the stored memories."""
 
 
 @dataclass
@@ -239,6 +241,11 @@ class EngineSession(ABC):
     @abstractmethod
     def read_schema_state(self, names: StoreNames) -> SchemaState:
         """Inspect which managed objects exist and read the registry row."""
+
+    @abstractmethod
+    def bypasses_row_security(self, names: StoreNames) -> bool:
+        """Whether this connection's user escapes the store's row security (a superuser, a
+        role that bypasses it, or the owner of the tables or a member of the owner)."""
 
     @abstractmethod
     def apply_schema_version(self, names: StoreNames, version: int, options: SchemaOptions) -> None:
@@ -318,8 +325,10 @@ class EngineSession(ABC):
 
     # --- relations --------------------------------------------------------------------
     @abstractmethod
-    def memory_types(self, names: StoreNames, ids: Sequence[str]) -> dict[str, str]:
-        """Stored record type of each existing memory among ``ids``."""
+    def memory_types(self, names: StoreNames, ids: Sequence[str]
+                     ) -> dict[str, list[tuple[str, str | None]]]:
+        """``(record type, owner)`` of each stored memory among ``ids`` (ids are unique per
+        owner), the caller's own (non-NULL owner) first."""
 
     @abstractmethod
     def insert_relations(self, names: StoreNames, rows: Sequence[RelationRow]) -> None:

@@ -38,9 +38,14 @@ class LocalEndUserPrincipal(Principal):
 
 @dataclass(frozen=True)
 class OciGroupPrincipal(Principal):
-    """An identity-provider group (OCI IAM group on Oracle; a token ``groups`` claim here)."""
+    """An identity-provider group (OCI IAM group on Oracle; a token ``groups`` claim here).
+
+    ``identity_provider`` names the registered provider whose group it is (groups of two
+    providers never meet); ``None`` means the only provider registered.
+    """
 
     group_name: str
+    identity_provider: str | None = None
 
 
 def _refuse_in_context(what: str) -> None:
@@ -96,11 +101,28 @@ def _policies(policies: Sequence[DeepDataSecurityPolicy]) -> list[DeepDataSecuri
     return list(dict.fromkeys(policies))
 
 
-def _principal(principal: Principal, n: int) -> tuple[str, str]:
+def _principal(conn: psycopg.Connection[Any], principal: Principal, n: int) -> tuple[str, str]:
+    """``(kind, stored name)``: a local user's name, or ``"<provider>:<group>"``."""
     if isinstance(principal, LocalEndUserPrincipal):
-        return "user", check_required_id(principal.username, f"principals[{n}].username")
+        name = check_required_id(principal.username, f"principals[{n}].username")
+        if ":" in name:
+            raise ValueError(f"principals[{n}].username: a local end user's name never "
+                             "contains ':'")
+        return "user", name
     if isinstance(principal, OciGroupPrincipal):
-        return "group", check_required_id(principal.group_name, f"principals[{n}].group_name")
+        group = check_required_id(principal.group_name, f"principals[{n}].group_name")
+        provider = principal.identity_provider
+        if provider is None:
+            registered = sql_admin.identity_provider_names(conn)
+            if len(registered) != 1:
+                raise ValueError(
+                    f"principals[{n}]: name the identity provider of group {group!r} "
+                    f"(identity_provider=...); registered: {registered or 'none'}")
+            provider = registered[0]
+        elif provider not in sql_admin.identity_provider_names(conn):
+            raise ValueError(f"principals[{n}].identity_provider: no identity provider "
+                             f"{provider!r} is registered (oam-admin idp add)")
+        return "group", f"{provider}:{group}"
     raise TypeError(f"principals[{n}] must be a LocalEndUserPrincipal or an OciGroupPrincipal")
 
 
@@ -169,11 +191,16 @@ def _roles(conn: psycopg.Connection[Any], names: StoreNames,
     return roles
 
 
-def _principals(principals: Sequence[Principal]) -> list[tuple[str, str]]:
-    """``(kind, name)`` of each principal; the list must not be empty."""
+def _principals(conn: psycopg.Connection[Any], principals: Sequence[Principal]
+                ) -> list[tuple[str, str]]:
+    """``(kind, stored name)`` of each principal; the list must not be empty."""
+    return [_principal(conn, p, n) for n, p in enumerate(_principal_list(principals))]
+
+
+def _principal_list(principals: Sequence[Principal]) -> Sequence[Principal]:
     if not isinstance(principals, (list, tuple)) or not principals:
         raise ValueError("principals must be a non-empty list")
-    return [_principal(p, n) for n, p in enumerate(principals)]
+    return principals
 
 
 def grant_agent_memory_policies(connection: Any, memory_store_id: str, owner_schema: str,
@@ -182,9 +209,10 @@ def grant_agent_memory_policies(connection: Any, memory_store_id: str, owner_sch
     """Grant installed policies to local end users and identity-provider groups."""
     chosen = _policies(policies)
     names = _names(owner_schema, memory_store_id)
-    targets = _principals(principals)
+    _principal_list(principals)
     with _admin_transaction(connection, "grant_agent_memory_policies") as conn:
         _require_store(conn, names, memory_store_id)
+        targets = _principals(conn, principals)
         roles = _roles(conn, names, chosen)
         for kind, name in targets:
             if kind == "user" and not sql_admin.end_user_exists(conn, name):
@@ -199,9 +227,10 @@ def revoke_agent_memory_policies(connection: Any, memory_store_id: str, owner_sc
     """Revoke policies from principals (revoking what was never granted is not an error)."""
     chosen = _policies(policies)
     names = _names(owner_schema, memory_store_id)
-    targets = _principals(principals)
+    _principal_list(principals)
     with _admin_transaction(connection, "revoke_agent_memory_policies") as conn:
         _require_store(conn, names, memory_store_id)
+        targets = _principals(conn, principals)
         roles = _roles(conn, names, chosen)
         for kind, name in targets:
             for role in roles:
@@ -222,7 +251,7 @@ def list_agent_memory_granted_policies(
     grouped: dict[Principal, list[DeepDataSecurityPolicy]] = {}
     for kind, name, policy_name in rows:
         principal: Principal = LocalEndUserPrincipal(name) if kind == "user" \
-            else OciGroupPrincipal(name)
+            else OciGroupPrincipal(name.split(":", 1)[-1], name.split(":", 1)[0])
         grouped.setdefault(principal, []).append(POLICY_BY_NAME[policy_name])
     return list(grouped.items())
 

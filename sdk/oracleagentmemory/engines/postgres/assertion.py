@@ -19,6 +19,10 @@ from typing import Any
 TOKEN_PREFIX = "oamapp1"
 DEFAULT_LIFETIME_SECONDS = 60
 _APP_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
+_PROVIDER = re.compile(r"[a-z][a-z0-9_]{0,30}")
+_JWT = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+MAX_TOKEN_LENGTH = 16384
+"""The longest identity-provider token a context carries."""
 
 
 @dataclass(frozen=True)
@@ -62,10 +66,17 @@ def padded_keys(key: bytes) -> tuple[bytes, bytes]:
 
 @dataclass(frozen=True)
 class IdentityProviderUser:
-    """An end user authenticated by an identity provider (the gateway verified the token)."""
+    """An end user that the application authenticated with identity provider ``provider``.
+
+    The application vouches for the user (its key signs the context); the provider, registered
+    by the admin (``oam-admin idp add``) and bound to the application, is the user's namespace:
+    their rows carry ``"<provider>:<username>"`` and their groups are the provider's groups.
+    Applications in token mode cannot vouch: pass the provider's token (a ``str``) instead.
+    """
 
     username: str
     groups: tuple[str, ...] = ()
+    provider: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,13 +85,32 @@ class PostgresEndUserSecurityContext:
 
     credential: ApplicationCredential = field(repr=False)
     username: str
+    """The user name rows carry (``"<provider>:<name>"`` for identity-provider users); empty
+    for a token until the database has verified it (see :meth:`verified_username`)."""
     kind: str
     groups: tuple[str, ...] = ()
     data_roles: tuple[str, ...] = ()
     attributes: Mapping[str, Any] = field(default_factory=dict)
     lifetime_seconds: int = DEFAULT_LIFETIME_SECONDS
+    provider: str | None = None
+    token: str | None = field(default=None, repr=False)
     _signed: list[tuple[str, float]] = field(default_factory=list, init=False, repr=False,
                                              compare=False)
+    _verified: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def verified_username(self) -> str | None:
+        """The user name the database verified (for a token: ``None`` until first used)."""
+        if self.username:
+            return self.username
+        return self._verified[0] if self._verified else None
+
+    def record_verified(self, username: str) -> bool:
+        """Record what the database verified; ``False`` when it is not this context's user."""
+        expected = self.verified_username()
+        if expected is None:
+            self._verified[:] = [username]
+            return True
+        return username == expected
 
     def assertion(self, now: float | None = None) -> str:
         """A signed assertion ``<hex(claims)>.<hex(hmac)>`` with at least half its lifetime left.
@@ -99,9 +129,9 @@ class PostgresEndUserSecurityContext:
         return self._sign(now)
 
     def _sign(self, now: float) -> str:
-        claims = {
+        claims: dict[str, Any] = {
             "app": self.credential.app_name,
-            "u": self.username,
+            "u": self.username.split(":", 1)[-1] if self.kind == "idp" else self.username,
             "k": self.kind,
             "g": list(self.groups),
             "r": list(self.data_roles),
@@ -109,6 +139,10 @@ class PostgresEndUserSecurityContext:
             "exp": now + self.lifetime_seconds,
             "n": secrets.token_hex(8),
         }
+        if self.provider is not None:
+            claims["p"] = self.provider
+        if self.token is not None:
+            claims["t"] = self.token
         body = json.dumps(claims, separators=(",", ":"), sort_keys=True).encode("utf-8").hex()
         signature = hmac.new(self.credential.key, body.encode("ascii"), hashlib.sha256).hexdigest()
         return f"{body}.{signature}"
@@ -129,32 +163,64 @@ def _names(value: object, argument: str) -> tuple[str, ...]:
 
 def create_end_user_security_context(
     database_access_token: str,
-    end_user_identity: tuple[str, str | None] | IdentityProviderUser,
+    end_user_identity: tuple[str, str | None] | IdentityProviderUser | str,
     data_roles: Sequence[str] | None = None,
     attributes: Mapping[str, Any] | None = None,
 ) -> PostgresEndUserSecurityContext:
     """Create an end-user security context (the call shape of ``oracledb``'s function).
 
     ``database_access_token`` is the application token printed by ``oam-admin
-    application create``. ``end_user_identity`` is ``(name, key)`` for a local end user created
-    with ``oam-admin end-user create`` (``key`` is a lookup key and may be ``None``), or an
-    :class:`IdentityProviderUser` (name and groups) that the caller has authenticated.
+    application create``. ``end_user_identity`` is one of:
+
+    - ``(name, key)``: a local end user created with ``oam-admin end-user create`` (``key`` is
+      a lookup key and may be ``None``); rows carry ``name``;
+    - :class:`IdentityProviderUser`: a user the application authenticated with a registered
+      identity provider; rows carry ``"<provider>:<name>"``;
+    - a ``str``: the identity provider's own token (a JWT signed with RS256), which the database
+      verifies itself (issuer, audience, lifetime, signature) and takes the user name and groups
+      from; rows carry ``"<provider>:<user claim>"``. The only form an application in token mode
+      may use.
     """
     credential = ApplicationCredential.parse(database_access_token)
-    if isinstance(end_user_identity, IdentityProviderUser):
-        username, kind = end_user_identity.username, "idp"
+    provider: str | None = None
+    token: str | None = None
+    groups: tuple[str, ...] = ()
+    if isinstance(end_user_identity, str):
+        if not _JWT.fullmatch(end_user_identity) or len(end_user_identity) > MAX_TOKEN_LENGTH:
+            raise ValueError(
+                "end_user_identity token must be a compact JWT (three base64url parts) of at "
+                f"most {MAX_TOKEN_LENGTH} characters"
+            )
+        username, kind, token = "", "token", end_user_identity
+    elif isinstance(end_user_identity, IdentityProviderUser):
+        provider = end_user_identity.provider
+        if not isinstance(provider, str) or not _PROVIDER.fullmatch(provider):
+            raise ValueError(
+                "end_user_identity.provider must name the identity provider registered with "
+                "`oam-admin idp add` (lower-case letters, digits, underscores), got "
+                f"{provider!r}"
+            )
+        name = end_user_identity.username
+        if not isinstance(name, str) or not name.strip() or len(name) > 128:
+            raise ValueError(
+                "end_user_identity name must be a non-empty str of at most 128 characters")
+        username, kind = f"{provider}:{name}", "idp"
         groups = _names(list(end_user_identity.groups), "end_user_identity.groups")
     elif isinstance(end_user_identity, (tuple, list)) and len(end_user_identity) == 2:
-        username, kind, groups = end_user_identity[0], "local", ()
+        username, kind = end_user_identity[0], "local"
         if end_user_identity[1] is not None and not isinstance(end_user_identity[1], str):
             raise TypeError("end_user_identity key must be a str or None")
+        if not isinstance(username, str) or not username.strip() or len(username) > 128:
+            raise ValueError(
+                "end_user_identity name must be a non-empty str of at most 128 characters")
+        if ":" in username:
+            raise ValueError("a local end user's name never contains ':' (identity-provider "
+                             "users are '<provider>:<name>')")
     else:
         raise TypeError(
-            "end_user_identity must be a (name, key) tuple for a local end user or an "
-            "IdentityProviderUser"
+            "end_user_identity must be a (name, key) tuple for a local end user, an "
+            "IdentityProviderUser or an identity provider's token (str)"
         )
-    if not isinstance(username, str) or not username.strip() or len(username) > 128:
-        raise ValueError("end_user_identity name must be a non-empty str of at most 128 characters")
     if attributes is not None and not isinstance(attributes, Mapping):
         raise TypeError("attributes must be a dict or None")
     return PostgresEndUserSecurityContext(
@@ -164,4 +230,6 @@ def create_end_user_security_context(
         groups=groups,
         data_roles=_names(data_roles, "data_roles"),
         attributes=dict(attributes or {}),
+        provider=provider,
+        token=token,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -15,10 +14,7 @@ from oracleagentmemory.engines.base import SecurityContextError
 
 _APPLY = "SELECT oam_sec.apply_assertion(%s)"
 _APPLY_PARAM = _APPLY.replace("%s", "$1").encode()  # the same statement, for libpq
-_APPLY_NAME = b"oam_apply_assertion"
 _GENERIC_PLANS = b"SET LOCAL plan_cache_mode = force_generic_plan"
-_prepared: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
-"""Connections on which the apply statement is prepared."""
 
 
 def _assertion(security: Any) -> str:
@@ -37,13 +33,24 @@ def _no_security_schema() -> SecurityContextError:
     )
 
 
-def _check_seen(row: tuple[Any, ...] | None, security: Any) -> None:
+def _check_seen(row: tuple[Any, ...] | None, security: Any,
+                conn: psycopg.Connection[Any]) -> None:
+    """Fail unless the database verified ``security``'s user; a refused connection is closed.
+
+    The database also refuses every assertion on a session whose own SQL left objects that
+    could stand in for the SDK's statements (``oam_sec.session_is_pristine``): such a
+    connection must not serve anyone again.
+    """
     seen = row[0] if row else None
-    if seen != security.username:
+    if seen is None or not security.record_verified(seen):
+        conn.close()
         raise SecurityContextError(
-            f"the database does not accept the end-user context for {security.username!r} "
-            "(unknown or expired application credential, unknown local end user, or a login "
-            "that is not the application's runtime login)"
+            "the database does not accept the end-user context for "
+            f"{security.verified_username() or 'the token bearer'!r} "
+            "(unknown or expired application credential or token, unknown local end user, an "
+            "identity provider or store the application is not bound to, a login that is not "
+            "the application's runtime login, or a session whose SQL left prepared statements "
+            "or temporary tables)"
         )
 
 
@@ -51,10 +58,11 @@ def apply_security_context(conn: psycopg.Connection[Any], security: Any) -> None
     """Set the signed assertion for this transaction and check the database sees the user."""
     assertion = _assertion(security)
     try:
-        row = conn.execute(_APPLY, [assertion]).fetchone()
+        # Never a named prepared statement: SQL on this connection could replace it.
+        row = conn.execute(_APPLY, [assertion], prepare=False).fetchone()
     except psycopg.errors.UndefinedFunction as exc:
         raise _no_security_schema() from exc
-    _check_seen(row, security)
+    _check_seen(row, security, conn)
 
 
 @contextmanager
@@ -78,7 +86,7 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any) -> Iterato
             row = _begin_and_apply(conn, assertion)
         except psycopg.errors.UndefinedFunction as exc:
             raise _no_security_schema() from exc
-        _check_seen(row, security)
+        _check_seen(row, security, conn)
         yield
     except BaseException:
         _end_and_check(conn, "ROLLBACK")
@@ -91,8 +99,7 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
 
     libpq's pipeline directly rather than psycopg's ``Connection.pipeline()``, whose bookkeeping
     costs more than the round trip it saves. psycopg then sees the open transaction (it reads
-    the status from libpq) and sends no ``BEGIN`` of its own. The apply statement is prepared
-    once per connection. The transaction also gets ``plan_cache_mode = force_generic_plan``:
+    the status from libpq) and sends no ``BEGIN`` of its own. The transaction also gets ``plan_cache_mode = force_generic_plan``:
     under row-level security planning a statement costs several times more (every policy adds
     its lookups), and the store's statements plan the same for any parameter values (a search's
     HNSW round, whose plan does depend on them, sets ``auto`` again). Raises the database
@@ -100,29 +107,19 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
     back.
     """
     pgconn = conn.pgconn
-    prepared = conn in _prepared
     pgconn.enter_pipeline_mode()
     try:
         pgconn.send_query_params(b"BEGIN", None)
         pgconn.send_query_params(_GENERIC_PLANS, None)
-        if not prepared:
-            pgconn.send_prepare(_APPLY_NAME, _APPLY_PARAM)
-        pgconn.send_query_prepared(_APPLY_NAME, [assertion.encode()])
+        # The unnamed statement: parsed anew with each call, so no SQL run earlier on this
+        # connection can stand in for it (a named one could be deallocated and replaced).
+        pgconn.send_query_params(_APPLY_PARAM, [assertion.encode()])
         pgconn.pipeline_sync()
         results = _results(conn, pipeline=True)
     finally:
         if pgconn.status != pq.ConnStatus.BAD:
             pgconn.exit_pipeline_mode()
-    try:
-        _raise_first_error(conn, results)
-    except psycopg.errors.InvalidSqlStatementName:
-        if not prepared:
-            raise
-        # Deallocated behind our back (DISCARD ALL, DEALLOCATE): prepare it again.
-        pgconn.send_query(b"ROLLBACK")
-        _results(conn, pipeline=False)
-        return _begin_and_apply(conn, assertion)
-    _prepared.add(conn)
+    _raise_first_error(conn, results)
     raw = results[-1].get_value(0, 0) if results[-1].ntuples else None
     return (None if raw is None else raw.decode(conn.info.encoding),)
 
@@ -177,8 +174,6 @@ def _results(conn: psycopg.Connection[Any], pipeline: bool) -> list[pq.abc.PGres
 def _raise_first_error(conn: psycopg.Connection[Any], results: list[pq.abc.PGresult]) -> None:
     for result in results:
         if result.status == pq.ExecStatus.FATAL_ERROR:
-            if result.error_field(pq.DiagnosticField.SQLSTATE) == b"26000":
-                _prepared.discard(conn)  # the prepared apply statement was deallocated
             raise psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
         if result.status == pq.ExecStatus.PIPELINE_ABORTED:
             break
@@ -192,14 +187,15 @@ def clear_security_context(conn: psycopg.Connection[Any]) -> None:
         status = conn.info.transaction_status
         if status == TransactionStatus.INTRANS:
             # The caller's own transaction is still open: the setting would outlive us.
-            conn.execute("SELECT set_config('oam.end_user_assertion', '', true)")
-            row = conn.execute("SELECT current_setting('oam.end_user_assertion', true)").fetchone()
+            conn.execute("SELECT set_config('oam.end_user_assertion', '', true)", prepare=False)
+            row = conn.execute("SELECT current_setting('oam.end_user_assertion', true)",
+                               prepare=False).fetchone()
         elif status == TransactionStatus.IDLE:
             saved = conn.autocommit
             conn.autocommit = True
             try:
-                row = conn.execute(
-                    "SELECT current_setting('oam.end_user_assertion', true)").fetchone()
+                row = conn.execute("SELECT current_setting('oam.end_user_assertion', true)",
+                                   prepare=False).fetchone()
             finally:
                 conn.autocommit = saved
         else:

@@ -7,6 +7,7 @@ the upgrade path is the creation path and is exercised by every test.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from psycopg import Connection, sql
 
@@ -14,7 +15,7 @@ from oracleagentmemory.engines.base import SchemaOptions
 from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.postgres import names as q
 
-LATEST_SCHEMA_VERSION = 3
+LATEST_SCHEMA_VERSION = 4
 
 _TIME_COLUMNS = """
     event_ts timestamptz,
@@ -158,6 +159,67 @@ def _version_3(conn: Connection[object], names: StoreNames, options: SchemaOptio
         q.index_qualified(names, "record_chunks_user_ix")))
 
 
+OWNED_TABLES = ("thread", "thread_summary", "message", "document", "memory", "memory_link")
+"""Tables whose record ids are unique per owner (``user_id``; NULL is one owner, global)."""
+
+
+def _constraints(conn: Connection[object], names: StoreNames, logical: str, kind: str
+                 ) -> list[str]:
+    """Names of the constraints of ``kind`` (``p`` primary key, ``f`` foreign key) on a table."""
+    rows: list[Any] = conn.execute(
+        "SELECT con.conname FROM pg_constraint con JOIN pg_class c ON c.oid = con.conrelid "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relname = %s AND con.contype = %s "
+        "AND n.nspname = coalesce(%s, current_schema())",
+        [names.table(logical), kind, names.schema],
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _version_4(conn: Connection[object], names: StoreNames, options: SchemaOptions) -> None:
+    """The owner is part of every key: record ids, relation ids and pairs are unique per owner.
+
+    PostgreSQL evaluates ``INSERT ... ON CONFLICT ... DO UPDATE ... WHERE`` on the conflicting
+    row before row-level security checks it, and a unique violation tells that a key exists:
+    no key that another owner's row can satisfy may exist. Relations get the owner of their
+    endpoints (``user_id``; both endpoints belong to it, or are global memories) and lose their
+    foreign keys (a memory is now identified by owner and id; the engine deletes the links of
+    a deleted memory itself). Message sequence numbers are unique per owner and thread.
+    """
+    def t(logical: str) -> sql.Composable:
+        return q.table(names, logical)
+
+    link = t("memory_link")
+    conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS user_id text").format(link))
+    conn.execute(sql.SQL(
+        "UPDATE {} l SET user_id = coalesce((SELECT m.user_id FROM {mem} m WHERE m.id = "
+        "l.source_id), (SELECT m.user_id FROM {mem} m WHERE m.id = l.target_id)) "
+        "WHERE l.user_id IS NULL").format(link, mem=t("memory")))
+    for name in _constraints(conn, names, "memory_link", "f"):
+        conn.execute(sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(
+            link, sql.Identifier(name)))
+    conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
+        q.index_qualified(names, "memory_link_pair_uq")))
+    for logical in OWNED_TABLES:
+        for name in _constraints(conn, names, logical, "p"):
+            conn.execute(sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(
+                t(logical), sql.Identifier(name)))
+        conn.execute(sql.SQL(
+            "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} (user_id, id) NULLS NOT DISTINCT"
+        ).format(q.index(names, f"{logical}_owner_id_uq"), t(logical)))
+        conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (id)").format(
+            q.index(names, f"{logical}_id_ix"), t(logical)))
+    conn.execute(sql.SQL(
+        "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} (user_id, LEAST(source_id, target_id), "
+        "GREATEST(source_id, target_id)) NULLS NOT DISTINCT"
+    ).format(q.index(names, "memory_link_owner_pair_uq"), link))
+    conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (source_id)").format(
+        q.index(names, "memory_link_source_ix"), link))
+    conn.execute(sql.SQL(
+        "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} (user_id, thread_id, seq_no) "
+        "NULLS NOT DISTINCT"
+    ).format(q.index(names, "message_owner_seq_uq"), t("message")))
+
+
 def add_vector_index(conn: Connection[object], names: StoreNames) -> None:
     """HNSW index (cosine distance) on the chunk embeddings."""
     conn.execute(
@@ -177,7 +239,8 @@ def add_embedding_column(conn: Connection[object], names: StoreNames, dim: int) 
 
 SchemaStep = Callable[[Connection[object], StoreNames, SchemaOptions], None]
 
-SCHEMA_STEPS: dict[int, SchemaStep] = {1: _version_1, 2: _version_2, 3: _version_3}
+SCHEMA_STEPS: dict[int, SchemaStep] = {
+    1: _version_1, 2: _version_2, 3: _version_3, 4: _version_4}
 """Step ``n`` upgrades a store from version ``n - 1`` to ``n``."""
 
 REGISTRY_DDL = sql.SQL(

@@ -31,13 +31,16 @@ _COLUMNS = sql.SQL(
 
 
 def memory_types(conn: psycopg.Connection[Any], names: StoreNames, ids: Sequence[str]
-                 ) -> dict[str, str]:
-    """Stored record type of each existing memory among ``ids``."""
+                 ) -> dict[str, list[tuple[str, str | None]]]:
+    """``(record type, owner)`` of each visible memory among ``ids``, owned ones first."""
     rows = conn.execute(
-        sql.SQL("SELECT id, record_type FROM {} WHERE id = ANY(%s)").format(
-            q.table(names, "memory")), [list(ids)],
+        sql.SQL("SELECT id, record_type, user_id FROM {} WHERE id = ANY(%s) "
+                "ORDER BY user_id NULLS LAST").format(q.table(names, "memory")), [list(ids)],
     ).fetchall()
-    return {r[0]: r[1] for r in rows}
+    found: dict[str, list[tuple[str, str | None]]] = {}
+    for record_id, record_type, owner in rows:
+        found.setdefault(record_id, []).append((record_type, owner))
+    return found
 
 
 def insert_relations(conn: psycopg.Connection[Any], names: StoreNames,
@@ -47,20 +50,20 @@ def insert_relations(conn: psycopg.Connection[Any], names: StoreNames,
         with conn.cursor() as cur:
             cur.executemany(
                 sql.SQL(
-                    "INSERT INTO {} (id, source_id, source_type, target_id, target_type, "
-                    "relation_type, opposite_relation_type, event_ts, metadata) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                    "INSERT INTO {} (id, user_id, source_id, source_type, target_id, "
+                    "target_type, relation_type, opposite_relation_type, event_ts, metadata) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 ).format(q.table(names, "memory_link")),
-                [(r.id, r.source_id, r.source_type, r.target_id, r.target_type, r.relation_type,
-                  r.opposite_relation_type, r.event_ts,
+                [(r.id, r.user_id, r.source_id, r.source_type, r.target_id, r.target_type,
+                  r.relation_type, r.opposite_relation_type, r.event_ts,
                   None if r.metadata is None else Jsonb(r.metadata)) for r in rows],
             )
     except errors.UniqueViolation as exc:
         detail = exc.diag.message_detail or str(exc)
         clashing_id = None
-        if (exc.diag.constraint_name or "").endswith("_pkey"):
-            clashing_id = next(
-                (r.id for r in rows if detail == f"Key (id)=({r.id}) already exists."), None)
+        if (exc.diag.constraint_name or "").endswith("_owner_id_uq"):
+            clashing_id = next((r.id for r in rows if detail.endswith(
+                f", {r.id}) already exists.")), None)
         raise DuplicateRelationError(detail, clashing_id) from exc
 
 
@@ -129,17 +132,38 @@ def lifecycle_targets_from(conn: psycopg.Connection[Any], names: StoreNames,
                            memory_where: sql.Composable, params: Sequence[Any]) -> list[str]:
     """Targets of lifecycle links whose source memory matches ``memory_where``.
 
-    Deleting those sources deletes the links (foreign keys cascade), so the targets' status
+    Deleting those sources deletes the links (:func:`delete_links_of`), so the targets' status
     must be recomputed afterwards.
     """
     rows = conn.execute(
         sql.SQL(
-            "SELECT DISTINCT target_id FROM {} WHERE relation_type = ANY(%s) AND source_id IN "
-            "(SELECT id FROM {} WHERE {})"
+            "SELECT DISTINCT l.target_id FROM {} l WHERE l.relation_type = ANY(%s) AND EXISTS "
+            "(SELECT 1 FROM {} m WHERE m.id = l.source_id AND (m.user_id IS NOT DISTINCT FROM "
+            "l.user_id OR m.user_id IS NULL) AND {})"
         ).format(q.table(names, "memory_link"), q.table(names, "memory"), memory_where),
         [LIFECYCLE_TYPES, *params],
     ).fetchall()
     return [r[0] for r in rows]
+
+
+def delete_links_of(conn: psycopg.Connection[Any], names: StoreNames,
+                    memories: Sequence[tuple[str, str | None]]) -> None:
+    """Delete the relations of the deleted memories ``(id, owner)``.
+
+    A link belongs to the owner of its endpoints; a global memory is an endpoint of links of
+    any owner that has no memory of its own with that id.
+    """
+    if not memories:
+        return
+    conn.execute(
+        sql.SQL(
+            "DELETE FROM {link} l USING unnest(%s::text[], %s::text[]) AS d(id, owner) "
+            "WHERE (l.source_id = d.id OR l.target_id = d.id) "
+            "AND (l.user_id IS NOT DISTINCT FROM d.owner OR (d.owner IS NULL AND NOT EXISTS "
+            "(SELECT 1 FROM {mem} m WHERE m.id = d.id AND m.user_id = l.user_id)))"
+        ).format(link=q.table(names, "memory_link"), mem=q.table(names, "memory")),
+        [[m[0] for m in memories], [m[1] for m in memories]],
+    )
 
 
 def recompute_status(conn: psycopg.Connection[Any], names: StoreNames,
@@ -150,7 +174,8 @@ def recompute_status(conn: psycopg.Connection[Any], names: StoreNames,
     conn.execute(
         sql.SQL(
             "UPDATE {mem} m SET status = CASE WHEN EXISTS (SELECT 1 FROM {link} l WHERE "
-            "l.target_id = m.id AND l.relation_type = ANY(%s)) THEN 'invalid' ELSE 'valid' END, "
+            "l.target_id = m.id AND (l.user_id IS NOT DISTINCT FROM m.user_id OR m.user_id IS "
+            "NULL) AND l.relation_type = ANY(%s)) THEN 'invalid' ELSE 'valid' END, "
             "updated_at = now() WHERE m.id = ANY(%s)"
         ).format(mem=q.table(names, "memory"), link=q.table(names, "memory_link")),
         [LIFECYCLE_TYPES, list(set(memory_ids))],

@@ -200,11 +200,13 @@ def _arms(plan: SearchPlan) -> list[tuple[str, tuple[str, ...]]]:
 
 def _parent_join(parent: str) -> sql.Composable:
     """The condition joining chunk ``c`` to its parent row ``p``."""
+    # Record ids are unique per owner: a chunk belongs to the parent row of its own owner.
     if parent == "actor_profile":
         return sql.SQL("p.actor_id = c.record_id AND p.actor_type || '_profile' = c.record_type")
     if parent == "memory":
-        return sql.SQL("p.id = c.record_id AND p.record_type = c.record_type")
-    return sql.SQL("p.id = c.record_id")
+        return sql.SQL("p.id = c.record_id AND p.record_type = c.record_type "
+                       "AND p.user_id IS NOT DISTINCT FROM c.user_id")
+    return sql.SQL("p.id = c.record_id AND p.user_id IS NOT DISTINCT FROM c.user_id")
 
 
 def _chunk_filters(plan: SearchPlan, types: tuple[str, ...]
@@ -280,7 +282,7 @@ def _scoped_vector_arm(names: StoreNames, plan: SearchPlan, parent: str,
     params.extend([plan.vector, *chunk_params, *parent_params])
     return sql.SQL(
         "(SELECT c.record_type, c.record_id, c.d FROM (SELECT c.record_type, c.record_id, "
-        "(c.embedding <=> %s::vector) + 0 AS d FROM {chunks} c WHERE {chunk_where} "
+        "c.user_id, (c.embedding <=> %s::vector) + 0 AS d FROM {chunks} c WHERE {chunk_where} "
         "AND c.embedding IS NOT NULL ORDER BY d) c CROSS JOIN LATERAL (SELECT 1 FROM {parent} p "
         "WHERE {join} AND {parent_where} LIMIT 1) p ORDER BY c.d LIMIT {budget})"
     ).format(budget=sql.Literal(budget),

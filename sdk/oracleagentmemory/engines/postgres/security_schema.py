@@ -27,19 +27,31 @@ statement. The runtime can read its own backend's rows and write none.
 
 from __future__ import annotations
 
+from oracleagentmemory.engines.postgres.jwt_sql import JWT_INSTALL_STATEMENTS
+
 ASSERTION_SETTING = "oam.end_user_assertion"
 """The transaction-local setting that carries the assertion."""
 CACHE_LIMIT = 256
 """At most this many verified assertions are kept per backend (emptied past it)."""
+MAX_LIFETIME_SECONDS = 900
+"""The database refuses an assertion whose expiry lies further ahead than this."""
 
 _CURRENT_VERIFICATION = """c.digest OPERATOR(pg_catalog.=) pg_catalog.sha256(pg_catalog.convert_to(
                    pg_catalog.current_setting('oam.end_user_assertion', true), 'UTF8'))
-           AND c.expires_at OPERATOR(pg_catalog.>) pg_catalog.now()
+           AND c.expires_at OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp()
            AND c.grants_version OPERATOR(pg_catalog.=)
                (SELECT v.version FROM oam_sec.grants_version v)"""
 """The row of ``oam_sec.session_end_user`` (alias ``c``) that verified the current assertion:
-its digest, unexpired, and no grant changed since. Schema-qualified throughout, so no
+its digest, unexpired at the statement's start (not the transaction's: an assertion stops
+working mid-transaction), and no grant changed since. Schema-qualified throughout, so no
 search_path can redirect it."""
+
+TOKEN_LEEWAY_SECONDS = 30
+"""Clock skew allowed on an identity-provider token's ``exp``, ``nbf`` and ``iat``."""
+
+_TABLES = ("application", "end_user", "data_role", "data_role_grant", "identity_provider",
+           "application_store", "application_idp")
+"""Tables whose changes invalidate every recorded verification."""
 
 INSTALL_STATEMENTS: tuple[str, ...] = (
     "CREATE SCHEMA IF NOT EXISTS oam_sec",
@@ -50,9 +62,37 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
         ipad_key bytea NOT NULL CHECK (length(ipad_key) = 64),
         opad_key bytea NOT NULL CHECK (length(opad_key) = 64),
         created_at timestamptz NOT NULL DEFAULT now())""",
+    # Token mode: the application key alone speaks for nobody; every end user must come with a
+    # token of an identity provider the application is bound to.
+    "ALTER TABLE oam_sec.application ADD COLUMN IF NOT EXISTS require_token boolean NOT NULL "
+    "DEFAULT false",
     """CREATE TABLE IF NOT EXISTS oam_sec.end_user (
         username text PRIMARY KEY CHECK (length(username) BETWEEN 1 AND 128),
         created_at timestamptz NOT NULL DEFAULT now())""",
+    # An identity provider is a namespace: its users' rows carry '<name>:<user>' and its groups
+    # are granted as '<name>:<group>', so they never meet local end users (no ':' in their
+    # names) or another provider's users.
+    """CREATE TABLE IF NOT EXISTS oam_sec.identity_provider (
+        name text PRIMARY KEY CHECK (name ~ '^[a-z][a-z0-9_]{0,30}$'),
+        issuer text NOT NULL UNIQUE CHECK (length(issuer) BETWEEN 1 AND 1024),
+        audience text NOT NULL CHECK (length(audience) BETWEEN 1 AND 1024),
+        jwks jsonb NOT NULL CHECK (jsonb_typeof(jwks->'keys') = 'array'),
+        user_claim text NOT NULL DEFAULT 'sub' CHECK (length(user_claim) BETWEEN 1 AND 128),
+        groups_claim text NOT NULL DEFAULT 'groups'
+            CHECK (length(groups_claim) BETWEEN 1 AND 128),
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now())""",
+    # The stores and identity providers an application may act for; the database grants its
+    # end users nothing elsewhere.
+    """CREATE TABLE IF NOT EXISTS oam_sec.application_store (
+        app_name text NOT NULL REFERENCES oam_sec.application (app_name) ON DELETE CASCADE,
+        schema_name text NOT NULL,
+        store_key text NOT NULL,
+        PRIMARY KEY (app_name, schema_name, store_key))""",
+    """CREATE TABLE IF NOT EXISTS oam_sec.application_idp (
+        app_name text NOT NULL REFERENCES oam_sec.application (app_name) ON DELETE CASCADE,
+        idp_name text NOT NULL REFERENCES oam_sec.identity_provider (name) ON DELETE CASCADE,
+        PRIMARY KEY (app_name, idp_name))""",
     """CREATE TABLE IF NOT EXISTS oam_sec.data_role (
         role_name text PRIMARY KEY CHECK (role_name ~ '^[a-z][a-z0-9_]{0,62}$'),
         schema_name text NOT NULL,
@@ -82,25 +122,38 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
     *(f"""CREATE OR REPLACE TRIGGER oam_grants_version
         AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON oam_sec.{table}
         FOR EACH STATEMENT EXECUTE FUNCTION oam_sec.bump_grants_version()"""
-      for table in ("application", "end_user", "data_role", "data_role_grant")),
-    """CREATE OR REPLACE FUNCTION oam_sec.claims() RETURNS jsonb
+      for table in _TABLES),
+    *JWT_INSTALL_STATEMENTS,
+    # The claims of the current assertion, verified and normalised, or NULL: {"app", "k",
+    # "u" (the user name rows carry), "g" (namespaced groups), "r" (requested data roles),
+    # "exp" (epoch seconds; the earlier of the assertion's and its token's)}.
+    f"""CREATE OR REPLACE FUNCTION oam_sec.claims() RETURNS jsonb
         LANGUAGE plpgsql STABLE SECURITY DEFINER
         SET search_path = pg_catalog, pg_temp AS $fn$
     DECLARE
         assertion text := current_setting('oam.end_user_assertion', true);
+        at timestamptz := statement_timestamp();
         body text;
         signature text;
         payload jsonb;
         app oam_sec.application%ROWTYPE;
+        idp oam_sec.identity_provider%ROWTYPE;
+        kind text;
+        username text;
+        groups jsonb := '[]';
+        expiry double precision;
+        token jsonb;
     BEGIN
         IF assertion IS NULL OR assertion = '' THEN
             RETURN NULL;
         END IF;
-        body := split_part(assertion, '.', 1);
-        signature := split_part(assertion, '.', 2);
-        IF body = '' OR signature = '' OR length(body) > 16384 THEN
+        -- Exactly <hex body>.<64 hex digits>: nothing before, between or after.
+        IF length(assertion) > 65601
+                OR assertion !~ '^([0-9a-f][0-9a-f])+[.][0-9a-f]{{64}}$' THEN
             RETURN NULL;
         END IF;
+        body := split_part(assertion, '.', 1);
+        signature := split_part(assertion, '.', 2);
         payload := convert_from(decode(body, 'hex'), 'UTF8')::jsonb;
         SELECT * INTO app FROM oam_sec.application WHERE app_name = payload->>'app';
         IF NOT FOUND THEN
@@ -113,49 +166,98 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
                 <> signature THEN
             RETURN NULL;
         END IF;
-        IF payload->>'exp' IS NULL
-                OR (payload->>'exp')::double precision < extract(epoch FROM now()) THEN
+        -- Against the statement's time, not the transaction's; and never too far ahead.
+        IF jsonb_typeof(payload->'exp') IS DISTINCT FROM 'number' THEN
             RETURN NULL;
         END IF;
-        IF coalesce(payload->>'u', '') = '' THEN
+        expiry := (payload->>'exp')::double precision;
+        IF expiry <= extract(epoch FROM at)
+                OR expiry > extract(epoch FROM at) + {MAX_LIFETIME_SECONDS} THEN
             RETURN NULL;
         END IF;
-        IF payload->>'k' = 'local' AND NOT EXISTS (
-                SELECT 1 FROM oam_sec.end_user WHERE username = payload->>'u') THEN
+        kind := payload->>'k';
+        IF app.require_token AND kind IS DISTINCT FROM 'token' THEN
             RETURN NULL;
         END IF;
-        RETURN payload;
+        IF kind = 'local' THEN
+            username := payload->>'u';
+            IF coalesce(username, '') = '' OR position(':' IN username) > 0
+                    OR NOT EXISTS (SELECT 1 FROM oam_sec.end_user WHERE end_user.username
+                                   = payload->>'u') THEN
+                RETURN NULL;
+            END IF;
+        ELSIF kind = 'idp' THEN
+            -- A user the application vouches for, of a provider it is bound to.
+            SELECT i.* INTO idp FROM oam_sec.identity_provider i
+              JOIN oam_sec.application_idp b ON b.idp_name = i.name
+             WHERE b.app_name = app.app_name AND i.name = payload->>'p';
+            IF NOT FOUND OR coalesce(payload->>'u', '') = ''
+                    OR jsonb_typeof(coalesce(payload->'g', '[]')) <> 'array' THEN
+                RETURN NULL;
+            END IF;
+            username := idp.name || ':' || (payload->>'u');
+            groups := coalesce(payload->'g', '[]');
+        ELSIF kind = 'token' THEN
+            -- The provider's own token, verified here: issuer, audience, lifetime, RS256.
+            SELECT i.* INTO idp FROM oam_sec.identity_provider i
+              JOIN oam_sec.application_idp b ON b.idp_name = i.name
+             WHERE b.app_name = app.app_name AND i.issuer = convert_from(oam_sec.b64url_decode(
+                   split_part(payload->>'t', '.', 2)), 'UTF8')::jsonb->>'iss';
+            IF NOT FOUND THEN
+                RETURN NULL;
+            END IF;
+            token := oam_sec.jwt_rs256_claims(payload->>'t', idp.jwks, idp.issuer, idp.audience,
+                                              at, {TOKEN_LEEWAY_SECONDS});
+            IF token IS NULL OR jsonb_typeof(token->idp.user_claim) IS DISTINCT FROM 'string'
+                    OR token->>idp.user_claim = '' THEN
+                RETURN NULL;
+            END IF;
+            username := idp.name || ':' || (token->>idp.user_claim);
+            IF jsonb_typeof(token->idp.groups_claim) = 'array' THEN
+                groups := token->idp.groups_claim;
+            END IF;
+            expiry := least(expiry, (token->>'exp')::double precision + {TOKEN_LEEWAY_SECONDS});
+        ELSE
+            RETURN NULL;
+        END IF;
+        IF length(username) > 300 THEN
+            RETURN NULL;
+        END IF;
+        RETURN jsonb_build_object(
+            'app', app.app_name, 'k', kind, 'u', username, 'exp', expiry,
+            'r', coalesce(payload->'r', '[]'),
+            'g', coalesce((SELECT jsonb_agg(idp.name || ':' || (g #>> '{{}}')) FROM
+                           jsonb_array_elements(groups) g WHERE jsonb_typeof(g) = 'string'),
+                          '[]'));
     EXCEPTION WHEN others THEN
         RETURN NULL;
     END
+    $fn$""",
+    # The data roles the verified claims hold: those granted to the local user or to one of
+    # the namespaced groups, on stores the application is bound to, narrowed to the requested
+    # roles when there are any.
+    """CREATE OR REPLACE FUNCTION oam_sec.granted_roles(p jsonb) RETURNS text[]
+        LANGUAGE sql STABLE SECURITY DEFINER
+        SET search_path = pg_catalog, pg_temp AS $fn$
+        SELECT coalesce(array_agg(DISTINCT g.role_name ORDER BY g.role_name), '{}')
+          FROM oam_sec.data_role_grant g
+          JOIN oam_sec.data_role d ON d.role_name = g.role_name
+          JOIN oam_sec.application_store s ON s.schema_name = d.schema_name
+               AND s.store_key = d.store_key AND s.app_name = p->>'app'
+         WHERE p IS NOT NULL
+           AND ((g.principal_type = 'user' AND p->>'k' = 'local' AND g.principal = p->>'u')
+             OR (g.principal_type = 'group' AND p->'g' ? g.principal))
+           AND (jsonb_array_length(p->'r') = 0 OR p->'r' ? g.role_name)
     $fn$""",
     """CREATE OR REPLACE FUNCTION oam_sec.end_user() RETURNS text
         LANGUAGE sql STABLE SECURITY DEFINER
         SET search_path = pg_catalog, pg_temp AS $fn$
         SELECT oam_sec.claims()->>'u'
     $fn$""",
-    # PL/pgSQL so that the assertion is verified once per call: in an SQL body the planner
-    # inlines a "(SELECT oam_sec.claims() AS p) c" subquery into every use of c.p, which
-    # verified the assertion five times per call.
     """CREATE OR REPLACE FUNCTION oam_sec.has_data_role(role text) RETURNS boolean
-        LANGUAGE plpgsql STABLE SECURITY DEFINER
+        LANGUAGE sql STABLE SECURITY DEFINER
         SET search_path = pg_catalog, pg_temp AS $fn$
-    DECLARE
-        p jsonb := oam_sec.claims();
-    BEGIN
-        IF p IS NULL THEN
-            RETURN false;
-        END IF;
-        RETURN coalesce((jsonb_array_length(coalesce(p->'r', '[]'::jsonb)) = 0 OR p->'r' ? role)
-           AND EXISTS (
-               SELECT 1 FROM oam_sec.data_role_grant g
-               WHERE g.role_name = role
-                 -- a grant to a local end user never extends to an identity-provider user
-                 -- who happens to carry the same name
-                 AND ((g.principal_type = 'user' AND p->>'k' = 'local' AND g.principal = p->>'u')
-                   OR (g.principal_type = 'group'
-                       AND coalesce(p->'g', '[]'::jsonb) ? g.principal))), false);
-    END
+        SELECT role = ANY(oam_sec.granted_roles(oam_sec.claims()))
     $fn$""",
     # The verified assertions of live sessions. Unlogged: a crash empties it, which only costs
     # a verification. Rows belong to one backend (pid) and expire with their assertion; a row
@@ -169,11 +271,15 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
         expires_at timestamptz NOT NULL,
         grants_version bigint NOT NULL,
         PRIMARY KEY (pid, digest))""",
-    # What the runtime may read of it: its own backend's rows (security_barrier: no leaky
-    # function of the caller's sees other backends' rows).
+    # What the runtime may read of it: the row of its current assertion only (security_barrier:
+    # no leaky function of the caller's sees other rows). Earlier users of the same backend
+    # stay hidden.
     """CREATE OR REPLACE VIEW oam_sec.session_end_user WITH (security_barrier) AS
         SELECT digest, username, data_roles, expires_at, grants_version
-        FROM oam_sec.session_cache WHERE pid = pg_catalog.pg_backend_pid()""",
+        FROM oam_sec.session_cache
+        WHERE pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
+          AND digest OPERATOR(pg_catalog.=) pg_catalog.sha256(pg_catalog.convert_to(
+              pg_catalog.current_setting('oam.end_user_assertion', true), 'UTF8'))""",
     f"""CREATE OR REPLACE FUNCTION oam_sec.verify_assertion() RETURNS text
         LANGUAGE plpgsql VOLATILE SECURITY DEFINER
         SET search_path = pg_catalog, pg_temp AS $fn$
@@ -189,11 +295,13 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
         SELECT version INTO v_version FROM oam_sec.grants_version;
         DELETE FROM oam_sec.session_cache c
          WHERE c.pid = pg_backend_pid()
-           AND (c.digest = v_digest OR c.grants_version <> v_version OR c.expires_at <= now());
+           AND (c.digest = v_digest OR c.grants_version <> v_version
+                OR c.expires_at <= statement_timestamp());
         -- Expired rows of other backends (exited ones included), never waiting for a backend
         -- that is removing the same rows.
         DELETE FROM oam_sec.session_cache c WHERE c.ctid IN (
-            SELECT x.ctid FROM oam_sec.session_cache x WHERE x.expires_at <= now()
+            SELECT x.ctid FROM oam_sec.session_cache x
+             WHERE x.expires_at <= statement_timestamp()
             FOR UPDATE SKIP LOCKED);
         IF (SELECT count(*) FROM oam_sec.session_cache c WHERE c.pid = pg_backend_pid())
                 >= {CACHE_LIMIT} THEN
@@ -201,26 +309,33 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
         END IF;
         INSERT INTO oam_sec.session_cache
             (pid, digest, username, data_roles, expires_at, grants_version)
-        VALUES (pg_backend_pid(), v_digest, v_payload->>'u', ARRAY(
-            SELECT DISTINCT g.role_name FROM oam_sec.data_role_grant g
-             WHERE ((g.principal_type = 'user' AND v_payload->>'k' = 'local'
-                     AND g.principal = v_payload->>'u')
-                 OR (g.principal_type = 'group'
-                     AND coalesce(v_payload->'g', '[]'::jsonb) ? g.principal))
-               AND (jsonb_array_length(coalesce(v_payload->'r', '[]'::jsonb)) = 0
-                    OR v_payload->'r' ? g.role_name)),
-            to_timestamp((v_payload->>'exp')::double precision), v_version);
+        VALUES (pg_backend_pid(), v_digest, v_payload->>'u', oam_sec.granted_roles(v_payload),
+                to_timestamp((v_payload->>'exp')::double precision), v_version);
         RETURN v_payload->>'u';
     END
     $fn$""",
+    # Whether this session holds nothing its own SQL made that could stand in for what the SDK
+    # runs as the end user: no prepared statement created by SQL (PREPARE can replace the SDK's
+    # protocol-level statements, which SQL cannot create) and no temporary relation (a temp
+    # table shadows an unqualified table name). Checked before every assertion is set.
+    """CREATE OR REPLACE FUNCTION oam_sec.session_is_pristine() RETURNS boolean
+        LANGUAGE sql VOLATILE SECURITY DEFINER
+        SET search_path = pg_catalog, pg_temp AS $fn$
+        SELECT NOT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements s WHERE s.from_sql)
+           AND (pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.=) 0 OR NOT EXISTS (
+                SELECT 1 FROM pg_catalog.pg_class c
+                 WHERE c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()))
+    $fn$""",
     # Sets the assertion for this transaction; returns the user it verifies as (NULL if none).
     # An assertion this backend already verified is found in one lookup; only a new one is
-    # verified in full (verify_assertion).
+    # verified in full (verify_assertion). A session whose SQL could redirect the statements
+    # that run as the end user gets no assertion at all (session_is_pristine).
     f"""CREATE OR REPLACE FUNCTION oam_sec.apply_assertion(assertion text) RETURNS text
         LANGUAGE sql VOLATILE SECURITY DEFINER
         SET search_path = pg_catalog, pg_temp AS $fn$
-        SELECT set_config('oam.end_user_assertion', coalesce(assertion, ''), true);
-        SELECT CASE WHEN coalesce(assertion, '') = '' THEN NULL ELSE coalesce(
+        SELECT set_config('oam.end_user_assertion', CASE WHEN oam_sec.session_is_pristine()
+            THEN coalesce(assertion, '') ELSE '' END, true);
+        SELECT CASE WHEN current_setting('oam.end_user_assertion') = '' THEN NULL ELSE coalesce(
             (SELECT c.username FROM oam_sec.session_end_user c WHERE {_CURRENT_VERIFICATION}),
             oam_sec.verify_assertion()) END;
     $fn$""",
@@ -236,6 +351,12 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
     $fn$""",
     "REVOKE ALL ON ALL TABLES IN SCHEMA oam_sec FROM PUBLIC",
     "REVOKE ALL ON FUNCTION oam_sec.claims() FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION oam_sec.granted_roles(jsonb) FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION oam_sec.b64url_decode(text) FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION oam_sec.bytes_to_numeric(bytea) FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION oam_sec.modexp(numeric, numeric, numeric) FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION oam_sec.jwt_rs256_claims(text, jsonb, text, text, timestamptz, "
+    "integer) FROM PUBLIC",
     # Anyone may ask "who does my own assertion say I am?"; nobody may read the key tables.
     "GRANT USAGE ON SCHEMA oam_sec TO PUBLIC",
     "GRANT EXECUTE ON FUNCTION oam_sec.end_user() TO PUBLIC",
@@ -244,6 +365,7 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
     "GRANT EXECUTE ON FUNCTION oam_sec.verified_user(text) TO PUBLIC",
     "REVOKE ALL ON FUNCTION oam_sec.bump_grants_version() FROM PUBLIC",
     "REVOKE ALL ON FUNCTION oam_sec.verify_assertion() FROM PUBLIC",
+    "REVOKE ALL ON FUNCTION oam_sec.session_is_pristine() FROM PUBLIC",
     "GRANT SELECT ON oam_sec.grants_version TO PUBLIC",
     "GRANT SELECT ON oam_sec.session_end_user TO PUBLIC",
 )

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
 EXPIRING_TABLES = ("message", "memory", "thread_summary", "document")
 INSERT_BATCH_SIZE = 256
+SEQ_RETRIES = 50
+"""Attempts at message sequence numbers while concurrent writers take the same ones."""
 _log = logging.getLogger(__name__)
 
 _TABLE_OF_TYPE = {
@@ -172,6 +174,17 @@ class PostgresSession(EngineSession):
             embedding_dim=embedding_dim,
         )
 
+    def bypasses_row_security(self, names: StoreNames) -> bool:
+        row = self.conn.execute(
+            "SELECT r.rolsuper OR r.rolbypassrls OR EXISTS (SELECT 1 FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = "
+            "coalesce(%s, current_schema()) AND c.relname = %s "
+            "AND pg_has_role(current_user, c.relowner, 'MEMBER')) "
+            "FROM pg_roles r WHERE r.rolname = current_user",
+            [names.schema, names.table("memory")],
+        ).fetchone()
+        return bool(row and row[0])
+
     def apply_schema_version(self, names: StoreNames, version: int, options: SchemaOptions) -> None:
         if version == 1 and options.vector_dim is not None:
             self._ensure_vector_extension()
@@ -240,9 +253,27 @@ class PostgresSession(EngineSession):
         # session (PostgreSQL refuses COPY FROM then); otherwise INSERT ... unnest per batch.
         bulk = len(rows) > batch_size and not self._row_security_active(
             names, [*by_table, "record_chunks"])
+        if "message" not in by_table:
+            self._insert_tables(names, rows, by_table, now, batch_size, bulk)
+            return
+        # Sequence numbers are the thread's highest plus one, unique per owner and thread (no
+        # lock another user could hold): a concurrent writer to the same thread makes the
+        # insert fail on that key, and it is retried from a savepoint with fresh numbers.
+        for attempt in range(SEQ_RETRIES):
+            try:
+                with self.conn.transaction():
+                    self._assign_seq_nos(names, by_table["message"])
+                    self._insert_tables(names, rows, by_table, now, batch_size, bulk)
+                return
+            except DuplicateRecordError as exc:
+                if exc.__cause__ is None or not _is_seq_conflict(exc.__cause__) \
+                        or attempt == SEQ_RETRIES - 1:
+                    raise
+
+    def _insert_tables(self, names: StoreNames, rows: Sequence[RowPlan],
+                       by_table: dict[str, list[RowPlan]], now: datetime, batch_size: int,
+                       bulk: bool) -> None:
         try:
-            if "message" in by_table:
-                self._assign_seq_nos(names, by_table["message"])
             # Pipeline mode (INSERT path): the batches are sent without waiting for each result,
             # so the client prepares the next batch while the server inserts the previous one. A
             # failed batch (e.g. a duplicate id) raises its own error when the pipeline syncs.
@@ -267,8 +298,6 @@ class PostgresSession(EngineSession):
         for row in rows:
             by_thread[row.thread_id].append(row)
         for thread_id, thread_rows in by_thread.items():
-            key = f"oam-seq:{names.schema or ''}:{names.store_key}:{thread_id}"
-            self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
             top = self.conn.execute(
                 sql.SQL("SELECT max(seq_no) FROM {} WHERE thread_id IS NOT DISTINCT FROM %s")
                 .format(table), [thread_id],
@@ -463,11 +492,9 @@ class PostgresSession(EngineSession):
         if scope is None:
             return 0
         chunks = q.table(names, "record_chunks")
+        chunk_owner = plan.record_id if plan.record_type == "user_profile" else scope[1]
         if plan.chunks is not UNSET:
-            self.conn.execute(
-                sql.SQL("DELETE FROM {} WHERE record_type = %s AND record_id = %s").format(chunks),
-                [plan.record_type, plan.record_id],
-            )
+            self._delete_chunks(names, (plan.record_type,), [(plan.record_id, chunk_owner)])
             row = RowPlan(record_type=plan.record_type, record_id=plan.record_id, content=None,
                           thread_id=scope[0], user_id=scope[1], agent_id=scope[2],
                           chunks=plan.chunks)
@@ -477,8 +504,8 @@ class PostgresSession(EngineSession):
         elif plan.chunk_vectors is not UNSET:
             ids = [r[0] for r in self.conn.execute(
                 sql.SQL("SELECT id FROM {} WHERE record_type = %s AND record_id = %s "
-                        "ORDER BY chunk_no").format(chunks),
-                [plan.record_type, plan.record_id],
+                        "AND user_id IS NOT DISTINCT FROM %s ORDER BY chunk_no").format(chunks),
+                [plan.record_type, plan.record_id, chunk_owner],
             ).fetchall()]
             if len(ids) != len(plan.chunk_vectors):
                 raise ValueError("embedding: vector count does not match the stored chunks")
@@ -489,33 +516,43 @@ class PostgresSession(EngineSession):
                 )
         return 1
 
-    def _delete_chunks(self, names: StoreNames, record_types: Sequence[str], ids: list[str]) -> None:
-        if ids:
+    def _delete_chunks(self, names: StoreNames, record_types: Sequence[str],
+                       keys: Sequence[tuple[str, str | None]]) -> None:
+        """Delete the retrieval rows of the records ``(id, owner)`` (ids are unique per owner)."""
+        if keys:
             self.conn.execute(
-                sql.SQL("DELETE FROM {} WHERE record_type = ANY(%s) AND record_id = ANY(%s)")
+                sql.SQL("DELETE FROM {} c USING unnest(%s::text[], %s::text[]) AS d(id, owner) "
+                        "WHERE c.record_type = ANY(%s) AND c.record_id = d.id "
+                        "AND c.user_id IS NOT DISTINCT FROM d.owner")
                 .format(q.table(names, "record_chunks")),
-                [list(record_types), ids],
+                [[k[0] for k in keys], [k[1] for k in keys], list(record_types)],
             )
 
     def _delete_where(self, names: StoreNames, logical: str, where: sql.Composable,
                       params: list[Any]) -> list[str]:
         """Delete rows of ``logical`` and their retrieval rows; returns the deleted ids."""
+        # The owner of a retrieval row: the record's user_id, or a user profile's actor id.
+        owner = ("CASE WHEN actor_type = 'user' THEN actor_id END" if logical == "actor_profile"
+                 else "user_id")
         id_column = "actor_id" if logical == "actor_profile" else "id"
         released: list[str] = []
         if logical == "memory":
             released = relations.lifecycle_targets_from(self.conn, names, where, params)
         rows = self.conn.execute(
-            sql.SQL("DELETE FROM {} WHERE {} RETURNING {}").format(
-                q.table(names, logical), where, sql.Identifier(id_column)),
+            sql.SQL("DELETE FROM {} WHERE {} RETURNING {}, {}").format(
+                q.table(names, logical), where, sql.Identifier(id_column), sql.SQL(owner)),
             params,
         ).fetchall()
-        ids = [r[0] for r in rows]
+        keys = [(r[0], r[1]) for r in rows]
         if logical == "memory":
-            self._delete_chunks(names, MEMORY_TYPES, ids)
+            self._delete_chunks(names, MEMORY_TYPES, keys)
+            relations.delete_links_of(self.conn, names, keys)
             relations.recompute_status(self.conn, names, released)
         elif logical == "message":
-            self._delete_chunks(names, ("message",), ids)
-        return ids
+            self._delete_chunks(names, ("message",), keys)
+        elif logical == "actor_profile":
+            self._delete_chunks(names, ("user_profile", "agent_profile"), keys)
+        return [k[0] for k in keys]
 
     def delete_record(self, names: StoreNames, record_type: str, record_id: str) -> int:
         if record_type == "thread":
@@ -523,10 +560,7 @@ class PostgresSession(EngineSession):
         logical = _TABLE_OF_TYPE[record_type]
         key, params = self._key(names, logical, type_filter=True, record_type=record_type,
                                 record_id=record_id)
-        ids = self._delete_where(names, logical, key, params)
-        if logical == "actor_profile":
-            self._delete_chunks(names, (record_type,), ids)
-        return len(ids)
+        return len(self._delete_where(names, logical, key, params))
 
     def delete_actor_scope(self, names: StoreNames, actor_column: str, actor_id: str) -> None:
         if actor_column not in ("user_id", "agent_id"):
@@ -573,8 +607,9 @@ class PostgresSession(EngineSession):
             if logical in EXPIRING_TABLES:
                 where = where + sql.SQL(" AND (expires_at IS NULL OR expires_at > now())")
             with self.conn.cursor(row_factory=dict_row) as cur:
+                # Ids are unique per owner: a user's own record shadows a global one (read last).
                 rows = cur.execute(
-                    sql.SQL("SELECT {} FROM {} WHERE {}").format(
+                    sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY user_id NULLS FIRST").format(
                         sql.SQL(_SELECT[logical]), q.table(names, logical), where),
                     [sorted(ids)],
                 ).fetchall()
@@ -609,7 +644,8 @@ class PostgresSession(EngineSession):
             ).fetchall()
 
     # --- relations ----------------------------------------------------------------------
-    def memory_types(self, names: StoreNames, ids: Sequence[str]) -> dict[str, str]:
+    def memory_types(self, names: StoreNames, ids: Sequence[str]
+                     ) -> dict[str, list[tuple[str, str | None]]]:
         return relations.memory_types(self.conn, names, ids)
 
     def insert_relations(self, names: StoreNames, rows: Sequence[RelationRow]) -> None:
@@ -630,6 +666,11 @@ class PostgresSession(EngineSession):
 
     def links_touching(self, names: StoreNames, node_ids: Sequence[str]) -> list[dict[str, Any]]:
         return relations.links_touching(self.conn, names, node_ids)
+
+
+def _is_seq_conflict(exc: BaseException) -> bool:
+    return isinstance(exc, errors.UniqueViolation) and (
+        exc.diag.constraint_name or "").endswith("message_owner_seq_uq")
 
 
 def _duplicate_key(exc: errors.UniqueViolation) -> str | None:

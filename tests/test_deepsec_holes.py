@@ -1,0 +1,363 @@
+"""The attack review's findings (issue "Deep Data Security has holes"), each tried as an attacker.
+
+Raw SQL runs as the runtime login with a valid context of alice, exactly as a compromised
+gateway could; every probe has a positive control on alice's own rows (or without the defence)
+showing the probe works, so no test can pass because its probe is broken.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+from dds import OWNER
+from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
+from oracleagentmemory.core.deepsec import (
+    EndUserContextError,
+    OracleMemoryEndUserSecurityContext,
+)
+from oracleagentmemory.engines.base import SecurityContextError
+from oracleagentmemory.engines.identifiers import MANAGED_TABLES
+from oracleagentmemory.engines.postgres.assertion import ApplicationCredential
+from oracleagentmemory.engines.postgres.security_schema import MAX_LIFETIME_SECONDS
+from psycopg import errors, sql
+from psycopg_pool import ConnectionPool
+from test_deepsec_attacks import APPLY, Seeded, seed
+
+Conn = psycopg.Connection[Any]
+
+LEAK_FUNCTION = (
+    "CREATE OR REPLACE FUNCTION pg_temp.leak(r text) RETURNS boolean LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE NOTICE 'leak:%', r; RETURN true; END $$"
+)
+"""A leaky function in the temporary schema: it reports every row it is shown."""
+
+# Per owned table: the columns of an INSERT alice may run, a row of bob's, a row of alice's.
+CONFLICT_PROBES: dict[str, tuple[str, str, str, str]] = {
+    "thread": ("id, user_id", "%s, 'alice'", "t-bob", "t-alice"),
+    "thread_summary": ("id, user_id, content", "%s, 'alice', jsonb_build_object()", "s-bob", "s-alice"),
+    "message": ("id, user_id, content, seq_no", "%s, 'alice', 'x', 1000", "m-bob", "m-alice"),
+    "document": ("id, user_id, description", "%s, 'alice', 'x'", "doc-bob", "doc-alice"),
+    "memory": ("id, record_type, user_id, content", "%s, 'memory', 'alice', ''", "b1", "a1"),
+    "memory_link": ("id, user_id, source_id, source_type, target_id, target_type, "
+                    "relation_type, opposite_relation_type",
+                    "%s, 'alice', 'a1', 'memory', 'a3', 'memory', 'related', 'related'",
+                    "r-b1-b2", "r-a1-a2"),
+}
+
+
+@pytest.fixture(scope="module")
+def seeded(dds: Any) -> Seeded:
+    """Rows of alice, bob and global rows in every table (profiles of both)."""
+    return seed(dds)
+
+
+@contextmanager
+def as_alice(dds: Any, notices: list[str] | None = None) -> Iterator[Conn]:
+    """A runtime-login transaction in alice's context, rolled back at the end."""
+    with psycopg.connect(dds.runtime_url) as conn:
+        if notices is not None:
+            conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        conn.execute(LEAK_FUNCTION)
+        assert conn.execute(APPLY, [dds.context("alice").assertion()]).fetchone() == ("alice",)
+        try:
+            yield conn
+        finally:
+            conn.rollback()
+
+
+def leaked(notices: list[str], text: str) -> bool:
+    return any(text in n for n in notices)
+
+
+# --- finding 1: conflicts and existence checks only ever meet the caller's own rows ------------
+def test_every_unique_key_contains_the_owner(dds: Any, seeded: Seeded) -> None:
+    owner_column = {"actor_profile": "actor_id"}
+    with psycopg.connect(dds.owner_url) as conn:
+        for logical in MANAGED_TABLES:
+            keys = conn.execute(
+                "SELECT pg_get_indexdef(i.indexrelid), array(SELECT a.attname FROM "
+                "unnest(i.indkey) k JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                "AND a.attnum = k) FROM pg_index i WHERE i.indrelid = %s::regclass "
+                "AND i.indisunique", [seeded.table(logical).as_string(conn)]).fetchall()
+            assert keys, logical  # positive control: the probe finds the table's keys
+            for definition, columns in keys:
+                if logical == "record_chunks":  # an identity the runtime can never write
+                    assert columns == ["id"], definition
+                else:
+                    assert owner_column.get(logical, "user_id") in columns, definition
+            foreign = conn.execute(
+                "SELECT count(*) FROM pg_constraint WHERE conrelid = %s::regclass "
+                "AND contype = 'f'", [seeded.table(logical).as_string(conn)]).fetchone()
+            assert foreign == (0,), logical
+
+
+@pytest.mark.parametrize("logical", list(CONFLICT_PROBES))
+def test_on_conflict_do_update_never_shows_another_users_row(dds: Any, seeded: Seeded,
+                                                             logical: str) -> None:
+    columns, values, bobs, alices = CONFLICT_PROBES[logical]
+    statement = sql.SQL(
+        "INSERT INTO {} AS x (" + columns + ") VALUES (" + values + ") ON CONFLICT (user_id, id) "
+        "DO UPDATE SET metadata = EXCLUDED.metadata WHERE pg_temp.leak(x::text) "
+        "RETURNING x.id, x.user_id, (x.xmax = 0) AS inserted").format(seeded.table(logical))
+    notices: list[str] = []
+    with as_alice(dds, notices) as conn:
+        # bob's id: no conflict at all (ids are unique per owner); alice gets a row of her own.
+        assert conn.execute(statement, [bobs]).fetchone() == (bobs, "alice", True)
+        assert not leaked(notices, bobs)
+        # Positive control: on alice's own id the conflict path runs and the probe leaks it.
+        assert conn.execute(statement, [alices]).fetchone() == (alices, "alice", False)
+        assert leaked(notices, alices)
+    with as_alice(dds) as conn, pytest.raises(errors.InvalidColumnReference):
+        # The old single-column key no longer exists to be used as an arbiter.
+        conn.execute(sql.SQL(
+            "INSERT INTO {} AS x (" + columns + ") VALUES (" + values + ") ON CONFLICT (id) "
+            "DO NOTHING").format(seeded.table(logical)), [bobs])
+
+
+@pytest.mark.parametrize("logical", list(CONFLICT_PROBES))
+def test_on_conflict_do_nothing_does_not_tell_that_an_id_exists(dds: Any, seeded: Seeded,
+                                                                logical: str) -> None:
+    columns, values, bobs, alices = CONFLICT_PROBES[logical]
+    statement = sql.SQL(
+        "INSERT INTO {} (" + columns + ") VALUES (" + values + ") ON CONFLICT DO NOTHING "
+        "RETURNING id").format(seeded.table(logical))
+    with as_alice(dds) as conn:
+        assert conn.execute(statement, [bobs]).fetchall() == [(bobs,)]
+        assert conn.execute(statement, [alices]).fetchall() == []  # positive control
+        with pytest.raises(errors.UniqueViolation):  # and a plain insert: her own only
+            conn.execute(sql.SQL("INSERT INTO {} (" + columns + ") VALUES (" + values + ")")
+                         .format(seeded.table(logical)), [alices])
+
+
+def test_another_users_profile_key_cannot_even_be_proposed(dds: Any, seeded: Seeded) -> None:
+    statement = sql.SQL(
+        "INSERT INTO {} AS x (actor_type, actor_id, content) VALUES ('user', %s, 'x') "
+        "ON CONFLICT (actor_type, actor_id) DO UPDATE SET content = x.content "
+        "WHERE pg_temp.leak(x::text)").format(seeded.table("actor_profile"))
+    notices: list[str] = []
+    with as_alice(dds, notices) as conn:
+        with pytest.raises(errors.InsufficientPrivilege), conn.transaction():
+            conn.execute(statement, ["bob"])
+        assert not leaked(notices, "profile of bob")
+        conn.execute(statement, ["alice"])
+        assert leaked(notices, "profile of alice")  # positive control
+
+
+@pytest.mark.parametrize("logical", [*CONFLICT_PROBES, "actor_profile"])
+def test_merge_never_matches_another_users_row(dds: Any, seeded: Seeded, logical: str) -> None:
+    key = "actor_id" if logical == "actor_profile" else "id"
+    bobs, alices = ("bob", "alice") if logical == "actor_profile" else CONFLICT_PROBES[logical][2:]
+    statement = sql.SQL(
+        "MERGE INTO {} AS x USING (SELECT %s::text AS k) s ON x.{} = s.k "
+        "WHEN MATCHED AND pg_temp.leak(x::text) THEN UPDATE SET metadata = x.metadata"
+    ).format(seeded.table(logical), sql.Identifier(key))
+    notices: list[str] = []
+    with as_alice(dds, notices) as conn:
+        assert conn.execute(statement, [bobs]).rowcount == 0
+        assert not leaked(notices, bobs)
+        assert conn.execute(statement, [alices]).rowcount == 1  # positive control
+        assert leaked(notices, alices)
+
+
+def test_a_conflict_probe_never_locks_another_users_row(dds: Any, seeded: Seeded) -> None:
+    probe = sql.SQL(
+        "INSERT INTO {} AS x (id, record_type, user_id, content) VALUES (%s, 'memory', 'alice', "
+        "'') ON CONFLICT (user_id, id) DO UPDATE SET content = x.content WHERE false"
+    ).format(seeded.table("memory"))
+    update = sql.SQL("UPDATE {} SET metadata = metadata WHERE id = %s AND user_id = %s").format(
+        seeded.table("memory"))
+    with as_alice(dds) as conn, psycopg.connect(dds.owner_url, autocommit=True) as other:
+        other.execute("SET lock_timeout = '500ms'")
+        conn.execute(probe, ["b1"])
+        assert other.execute(update, ["b1", "bob"]).rowcount == 1  # not blocked
+        conn.execute(probe, ["a1"])
+        with pytest.raises(errors.LockNotAvailable):  # positive control: her own row is locked
+            other.execute(update, ["a1", "alice"])
+
+
+def test_record_ids_are_unique_per_owner_through_the_sdk(dds: Any) -> None:
+    fresh = seed(dds)
+    with dds.runtime_store(fresh.store_id, "alice") as store:
+        assert store.add(["alice's own b1"], "memory", record_ids="b1") == ["b1"]
+        assert store.get("memory", "b1").content == "alice's own b1"  # type: ignore[union-attr]
+        with pytest.raises(ValueError, match="already exists"):  # positive control: her own
+            store.add(["again"], "memory", record_ids="a1")
+        assert store.delete("memory", "b1") == 1
+    with dds.runtime_store(fresh.store_id, "bob") as store:
+        assert store.get("memory", "b1").content == "memory b1 of bob"  # type: ignore[union-attr]
+
+
+# --- finding 2: no per-connection state the runtime's SQL can change is trusted ----------------
+@pytest.mark.parametrize("priming", [
+    "PREPARE oam_apply_assertion(text) AS SELECT oam_sec.apply_assertion($1), "
+    "pg_notify('stolen', $1)",
+    "PREPARE _pg3_0(text) AS SELECT pg_notify('stolen', $1)",
+    "CREATE TEMP TABLE d_memory (id text)",
+])
+def test_a_primed_pooled_connection_serves_nobody(dds: Any, seeded: Seeded, priming: str) -> None:
+    with psycopg.connect(dds.runtime_url, autocommit=True) as listener, \
+            ConnectionPool(dds.runtime_url, min_size=1, max_size=1, open=True) as pool:
+        listener.execute("LISTEN stolen")
+        with OracleMemoryEndUserSecurityContext(dds.context("alice")):
+            store = OracleDBMemoryStore(None, pool, schema_policy=SchemaPolicy.NO_CHECK,
+                                        memory_store_id=seeded.store_id, schema_owner=OWNER)
+            try:
+                assert store.get("memory", "a1") is not None  # the connection served alice
+                with pool.connection() as conn:  # the attacker's SQL on the pooled connection
+                    conn.execute(priming)
+                    conn.execute("SELECT pg_notify('stolen', 'probe')")  # positive control
+                with pytest.raises(SecurityContextError):
+                    store.get("memory", "a1")  # refused on the primed connection, which is closed
+                record = store.get("memory", "a1")  # a fresh connection serves alice
+                assert record is not None and record.user_id == "alice"
+            finally:
+                store.close()
+        received = [n.payload for n in listener.notifies(timeout=0.5)]
+        assert received == ["probe"]
+
+
+# --- finding 5: every write is checked against the owner of what it hangs from -----------------
+@pytest.mark.parametrize(("record_type", "record_id", "user"), [
+    ("memory", "g1", "alice"), ("memory", "b1", "alice"), ("memory", "g1", None),
+    ("message", "m-bob", "alice"), ("user_profile", "bob", "alice"),
+])
+def test_a_chunk_can_only_index_the_users_own_record(dds: Any, seeded: Seeded, record_type: str,
+                                                     record_id: str, user: str | None) -> None:
+    insert = sql.SQL("INSERT INTO {} (record_type, record_id, chunk_no, chunk_text, user_id, "
+                     "embedding) VALUES (%s, %s, 7, 'planted', %s, '[0,0,1]')").format(
+        seeded.table("record_chunks"))
+    own = {"memory": "a1", "message": "m-alice", "user_profile": "alice"}[record_type]
+    with as_alice(dds) as conn:
+        with pytest.raises(errors.InsufficientPrivilege), conn.transaction():
+            conn.execute(insert, [record_type, record_id, user])
+        conn.execute(insert, [record_type, own, "alice"])  # positive control
+
+
+@pytest.mark.parametrize("planted_by", ["alice", None])
+def test_a_chunk_of_a_user_never_passes_for_a_global_memorys(dds: Any, planted_by: str | None
+                                                             ) -> None:
+    fresh = seed(dds)
+    with psycopg.connect(dds.owner_url) as conn:  # planted past every write check
+        conn.execute(sql.SQL(
+            "INSERT INTO {} (record_type, record_id, chunk_no, chunk_text, user_id, embedding) "
+            "VALUES ('memory', 'g1', 7, 'planted', %s, '[0,0,1]')").format(
+            fresh.table("record_chunks")), [planted_by])
+    with dds.runtime_store(fresh.store_id, "bob") as store:
+        hits = store.search(None, 20, query_vector=[0.0, 0.0, 1.0], record_types=["memory"])
+    distance = {record.id: d for record, d in hits}["g1"]
+    # A chunk of alice's never counts; the global row (positive control) does.
+    assert (distance < 1e-6) is (planted_by is None)
+
+
+# --- finding 6: expiry is checked against the statement's time ---------------------------------
+def test_an_assertion_stops_working_inside_a_transaction(dds: Any, seeded: Seeded) -> None:
+    context = dds.context("alice")
+    count = sql.SQL("SELECT count(*) FROM {} WHERE user_id = 'alice'").format(
+        seeded.table("memory"))
+    with psycopg.connect(dds.runtime_url) as conn:
+        assertion = context.assertion(now=time.time() - context.lifetime_seconds + 1.5)
+        assert conn.execute(APPLY, [assertion]).fetchone() == ("alice",)
+        assert conn.execute(count).fetchone() == (3,)  # positive control: unexpired
+        time.sleep(2.0)
+        assert conn.execute(count).fetchone() == (0,)
+
+
+# --- finding 7: no lock that one user can take for another -------------------------------------
+def test_the_runtime_login_cannot_stall_message_writes(dds: Any, seeded: Seeded) -> None:
+    key = f"oam-seq:{OWNER}:{seeded.store_id}:t-alice"
+    with psycopg.connect(dds.runtime_url, autocommit=True) as attacker, \
+            psycopg.connect(dds.runtime_url, autocommit=True) as other:
+        attacker.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [key])
+        # Positive control: the lock is held, nobody else gets it.
+        assert other.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
+                             [key]).fetchone() == (False,)
+        done = threading.Event()
+
+        def write() -> None:
+            with dds.runtime_store(seeded.store_id, "alice") as store:
+                store.add(["still writes"], "message", thread_ids="t-alice", roles="user")
+                done.set()
+
+        worker = threading.Thread(target=write, daemon=True)
+        worker.start()
+        worker.join(timeout=20)
+        assert done.is_set()
+
+
+def test_concurrent_writers_to_one_thread_get_distinct_sequence_numbers(dds: Any) -> None:
+    store_id = dds.new_store()
+    errors_seen: list[BaseException] = []
+
+    def write(n: int) -> None:
+        try:
+            with dds.runtime_store(store_id, "alice") as store:
+                for i in range(5):
+                    store.add([f"w{n} m{i}"], "message", thread_ids="t", roles="user")
+        except BaseException as exc:  # reported below
+            errors_seen.append(exc)
+
+    workers = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    assert errors_seen == []
+    with dds.runtime_store(store_id, "alice") as store:
+        seq = [m.seq_no for m in store.list_thread_messages("t")]  # type: ignore[attr-defined]
+    assert sorted(seq) == list(range(20))
+
+
+# --- finding 9: strict assertions, bounded lifetime, no bypassing connections -------------------
+def _signed(dds: Any, claims: dict[str, Any]) -> str:
+    credential = ApplicationCredential.parse(dds.token)
+    body = json.dumps(claims, separators=(",", ":"), sort_keys=True).encode().hex()
+    return f"{body}." + hmac.new(credential.key, body.encode(), hashlib.sha256).hexdigest()
+
+
+def _claims(user: str, exp: float) -> dict[str, Any]:
+    return {"app": "gw", "u": user, "k": "local", "g": [], "r": [], "a": {}, "exp": exp,
+            "n": "00"}
+
+
+@pytest.mark.parametrize("suffix", [".x", ".", "x", "\n"])
+def test_text_after_the_signature_is_refused(dds: Any, suffix: str) -> None:
+    valid = dds.context("alice").assertion()
+    with psycopg.connect(dds.runtime_url) as conn:
+        assert conn.execute(APPLY, [valid + suffix]).fetchone() == (None,)
+        assert conn.execute(APPLY, [valid]).fetchone() == ("alice",)  # positive control
+
+
+def test_an_assertion_living_longer_than_the_maximum_is_refused(dds: Any) -> None:
+    now = time.time()
+    with psycopg.connect(dds.runtime_url) as conn:
+        for exp in (1e12, now + MAX_LIFETIME_SECONDS + 60):
+            assert conn.execute(APPLY, [_signed(dds, _claims("alice", exp))]).fetchone() == (
+                None,)
+        within = _signed(dds, _claims("alice", now + MAX_LIFETIME_SECONDS - 60))
+        assert conn.execute(APPLY, [within]).fetchone() == ("alice",)  # positive control
+
+
+@pytest.mark.parametrize(("url", "refusal", "message"), [
+    ("superuser_url", EndUserContextError, "row security binds"),
+    ("secadmin_url", EndUserContextError, "row security binds"),
+    # The owner is not the application's login: the database refuses the assertion first.
+    ("owner_url", SecurityContextError, "does not accept"),
+])
+def test_no_check_refuses_a_connection_that_bypasses_row_security(
+        dds: Any, seeded: Seeded, url: str, refusal: type[Exception], message: str) -> None:
+    with OracleMemoryEndUserSecurityContext(dds.context("alice")):
+        with pytest.raises(refusal, match=message):
+            OracleDBMemoryStore(None, getattr(dds, url), schema_policy=SchemaPolicy.NO_CHECK,
+                                memory_store_id=seeded.store_id, schema_owner=OWNER)
+        # Positive control: the runtime login is bound by row security and opens the store.
+        OracleDBMemoryStore(None, dds.runtime_url, schema_policy=SchemaPolicy.NO_CHECK,
+                            memory_store_id=seeded.store_id, schema_owner=OWNER).close()
