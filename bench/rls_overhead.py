@@ -130,6 +130,8 @@ def create_store(env: DdsEnvironment, store_id: str, dim: int, user: str) -> Non
         add_deep_data_security_policies(conn, OWNER, store_id, POLICIES)
         grant_agent_memory_policies(conn, store_id, OWNER, [LocalEndUserPrincipal(user)],
                                     POLICIES)
+        with conn.transaction():
+            deepsec_admin.bind_application(conn, "gw", stores=[(OWNER, store_id)])
 
 
 def _hnsw_index(store_id: str) -> tuple[str, sql.Identifier, sql.Identifier]:
@@ -479,12 +481,32 @@ def context_pieces(env: DdsEnvironment, corpus: Corpus, repeat: int = 300) -> di
             cursor.nextset()
             cursor.fetchone()
 
+        # Token mode: the context carries the identity provider's RS256 token, which the
+        # database verifies in full (signature over numeric) the first time it sees it.
+        token_contexts = iter([env.token_context(corpus.user) for _ in range(repeat + 10)])
+        token_cached = env.token_context(corpus.user)
+
+        def apply_token_fresh() -> None:
+            assertion = next(token_contexts).assertion()
+            conn.execute("BEGIN")
+            conn.execute(APPLY, [assertion]).fetchone()
+            conn.execute("COMMIT")
+
+        def apply_token_cached() -> None:
+            conn.execute("BEGIN")
+            conn.execute(APPLY, [token_cached.assertion()]).fetchone()
+            conn.execute("COMMIT")
+
         ms = interleaved_medians({"trip": round_trip, "empty": empty, "apply": apply_cached,
                                   "fresh": apply_fresh, "after": check_after_commit,
-                                  "with": check_with_commit}, repeat)
+                                  "with": check_with_commit, "token_fresh": apply_token_fresh,
+                                  "token_cached": apply_token_cached}, repeat)
         pieces["one round trip (SELECT 1)"] = ms["trip"]
         pieces["apply, assertion verified before (own round trip)"] = ms["apply"] - ms["empty"]
         pieces["apply, new assertion: full verification"] = ms["fresh"] - ms["empty"]
+        pieces["apply, token mode, new token: RS256 + full verification"] = (
+            ms["token_fresh"] - ms["empty"])
+        pieces["apply, token mode, assertion verified before"] = ms["token_cached"] - ms["empty"]
         pieces["clear check, own round trip"] = ms["after"] - ms["apply"]
         pieces["clear check, with COMMIT (the engine)"] = ms["with"] - ms["apply"]
         conn.execute("BEGIN")

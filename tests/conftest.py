@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-
 from oracleagentmemory import embedded
 from oracleagentmemory.apis import IEmbedder
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy

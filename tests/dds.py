@@ -22,9 +22,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
-
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
-from oracleagentmemory.devissuer import DevIssuer
 from oracleagentmemory.core.deepsec import (
     GlobalMemoriesDeepDataSecurityPolicy,
     IdentityProviderUser,
@@ -36,6 +34,7 @@ from oracleagentmemory.core.deepsec import (
     create_end_user_security_context,
     grant_agent_memory_policies,
 )
+from oracleagentmemory.devissuer import DevIssuer
 from oracleagentmemory.engines.postgres import deepsec_admin
 
 OWNER = "oam_test_owner"
@@ -47,7 +46,8 @@ GROUP = "team"
 APPLICATIONS = ("gw", "other_app")
 """The tests' applications; both are bound to every store ``new_store`` creates."""
 IDP = "test_idp"
-"""The identity provider of the tests (a local issuer); its users' rows carry ``test_idp:<name>``."""
+"""The identity provider of the tests (a local issuer); its users' rows carry
+``test_idp:<name>``."""
 ISSUER = "https://issuer.oam.test"
 AUDIENCE = "oam-tests"
 POLICIES = [UserOwnRowsDeepDataSecurityPolicy(), GlobalMemoriesDeepDataSecurityPolicy()]
@@ -150,7 +150,8 @@ class DdsEnvironment:
 
     def owner_store(self, store_id: str, **kwargs: Any) -> OracleDBMemoryStore:
         """The store opened by its owner (no row security applies)."""
-        return OracleDBMemoryStore(None, self.owner_url, schema_policy=SchemaPolicy.REQUIRE_EXISTING,
+        return OracleDBMemoryStore(None, self.owner_url,
+                                   schema_policy=SchemaPolicy.REQUIRE_EXISTING,
                                    memory_store_id=store_id, **kwargs)
 
     @contextmanager

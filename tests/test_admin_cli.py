@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import io
 import itertools
+import json
 import os
 import re
 import shutil
@@ -571,3 +572,87 @@ def test_db_start_url_stop(private_data_dir: Path) -> None:
     stopped = run_cli("db", "stop", *data)
     assert (stopped.code, stopped.out.strip()) == (0, "stopped")
     assert run_cli("db", "stop", *data).out.strip().startswith("not running")
+
+
+# --- identity providers, bindings, token mode, drift -------------------------------------------
+def test_idp_add_list_refresh_remove_with_a_dev_issuer(cli: Cli, dds: Any,
+                                                      tmp_path: Path) -> None:
+    name, issuer = unique("cidp"), f"https://{unique('iss')}.oam.test"
+    assert cli("dev-issuer", "init", "--dir", str(tmp_path / "iss"), "--issuer", issuer
+               ).out.strip() == issuer
+    jwks = cli("dev-issuer", "jwks", "--dir", str(tmp_path / "iss")).out
+    (tmp_path / "jwks.json").write_text(jwks)
+    url = ["--url", dds.secadmin_url]
+    added = cli("idp", "add", *url, "--name", name, "--issuer", issuer, "--audience", "aud",
+                "--jwks-file", str(tmp_path / "jwks.json"))
+    assert added.code == 0, added
+    assert f"its users' rows carry '{name}:<sub>'" in added.out
+    again = cli("idp", "add", *url, "--name", name, "--issuer", issuer, "--audience", "aud",
+                "--jwks-file", str(tmp_path / "jwks.json"))
+    assert_one_line_error(again, 1, "already registered")
+    [line] = [x for x in cli("idp", "list", *url).out.splitlines() if x.startswith(name)]
+    kid = json.loads(jwks)["keys"][0]["kid"]
+    assert f"issuer {issuer}, audience aud" in line and f"keys {kid}" in line
+    (tmp_path / "private.json").write_text(json.dumps({"keys": [{"kty": "oct", "k": "x"}]}))
+    bad = cli("idp", "refresh", *url, "--name", name, "--jwks-file",
+              str(tmp_path / "private.json"))
+    assert_one_line_error(bad, 1, "no public RSA key")
+    both = cli("idp", "refresh", *url, "--name", name, "--jwks-file", "a", "--jwks-url", "b")
+    assert_one_line_error(both, 2, "exactly one of --jwks-file")
+    assert cli("idp", "refresh", *url, "--name", name, "--jwks-file",
+               str(tmp_path / "jwks.json")).code == 0
+    assert_one_line_error(cli("idp", "remove", *url, "--name", name), 2, "--yes")
+    assert cli("idp", "remove", *url, "--name", name, "--yes").code == 0
+    assert_one_line_error(cli("idp", "remove", *url, "--name", name, "--yes"), 1,
+                          "no identity provider")
+
+
+def test_application_bind_token_mode_and_show(cli: Cli, dds: Any, tmp_path: Path) -> None:
+    store_id = protected_store(cli, dds)
+    assert cli("grant", *sec_args(dds, store_id), "--group", "team", "--idp", IDP).code == 0
+    login, app = create_login(dds), unique("capp")
+    url = ["--url", dds.secadmin_url]
+    token = cli("application", "create", *url, "--name", app, "--login", login).out.strip()
+    assert "acts for no store" in cli("check", *url).out
+    bound = cli("application", "bind", *url, "--name", app, "--store", store_id,
+                "--owner-schema", OWNER, "--idp", IDP)
+    assert bound.code == 0, bound
+    assert_one_line_error(cli("application", "bind", *url, "--name", app, "--store", store_id),
+                          2, "--owner-schema")
+    assert cli("application", "token-mode", *url, "--name", app, "--on").code == 0
+    assert cli("application", "show", *url, "--name", app).out.strip() == (
+        f"{app}: login {login}, token mode on, stores {OWNER}.{store_id}, identity providers "
+        f"{IDP}")
+    runtime = url_as(dds.superuser_url, login)
+
+    def who(identity: Any) -> str | None:
+        context = create_end_user_security_context(token, identity)
+        with psycopg.connect(runtime) as conn:
+            row = conn.execute("SELECT oam_sec.apply_assertion(%s)",
+                               [context.assertion()]).fetchone()
+        return None if row is None else row[0]
+
+    jwt = dds.issuer.token("tia", audience="oam-tests", groups=["team"])
+    assert who(jwt) == f"{IDP}:tia"
+    assert who(IdentityProviderUser("tia", ("team",), IDP)) is None  # token mode: refused
+    assert cli("application", "token-mode", *url, "--name", app, "--off").code == 0
+    assert who(IdentityProviderUser("tia", ("team",), IDP)) == f"{IDP}:tia"
+    assert cli("application", "unbind", *url, "--name", app, "--idp", IDP).code == 0
+    assert who(IdentityProviderUser("tia", ("team",), IDP)) is None
+
+
+def test_check_reports_what_a_runtime_login_changed_on_itself(cli: Cli, dds: Any) -> None:
+    login = create_login(dds)
+    url = ["--url", dds.secadmin_url]
+    assert not [x for x in cli("check", *url).out.splitlines() if f" {login}:" in x]
+    with psycopg.connect(url_as(dds.superuser_url, login), autocommit=True) as conn:
+        conn.execute(f"ALTER ROLE {login} SET search_path = pg_temp, public".encode())
+    result = cli("check", *url)
+    assert result.code == 1
+    assert f"runtime login {login}: role-level setting search_path=pg_temp, public" in result.out
+    with psycopg.connect(dds.superuser_url, autocommit=True) as conn:
+        conn.execute(f"ALTER ROLE {login} RESET ALL".encode())
+        conn.execute(f"ALTER ROLE {login} BYPASSRLS".encode())
+    assert f"runtime login {login}: has BYPASSRLS" in cli("check", *url).out
+    with psycopg.connect(dds.superuser_url, autocommit=True) as conn:
+        conn.execute(f"DROP ROLE {login}".encode())

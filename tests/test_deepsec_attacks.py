@@ -570,20 +570,29 @@ def test_no_row_leaks_through_user_functions_or_statistics(dds: Any, shared: See
             [OWNER, f"{shared.store_id}_memory"]).fetchone()
     assert owner_stats is not None and owner_stats[0] > 0
     leaked: list[str] = []
+    leak = ("CREATE FUNCTION pg_temp.leak(t text) RETURNS boolean LANGUAGE plpgsql "
+            "COST 0.0000001 AS $$ BEGIN RAISE NOTICE '%', t; RETURN true; END $$")
+    query = sql.SQL("SELECT id FROM {} WHERE pg_temp.leak(content)").format(
+        shared.table("memory"))
     with psycopg.connect(dds.runtime_url, autocommit=True) as conn:
         conn.add_notice_handler(lambda notice: leaked.append(str(notice.message_primary)))
-        conn.execute("CREATE FUNCTION pg_temp.leak(t text) RETURNS boolean LANGUAGE plpgsql "
-                     "COST 0.0000001 AS $$ BEGIN RAISE NOTICE '%', t; RETURN true; END $$")
-        query = sql.SQL("SELECT id FROM {} WHERE pg_temp.leak(content)").format(
-            shared.table("memory"))
+        conn.execute(leak)
         with with_assertion(conn, None):
             assert conn.execute(query).fetchall() == []
         assert leaked == []
+        # A session holding temp objects gets no assertion at all: nothing is visible.
         with with_assertion(conn, dds.context("alice").assertion()):
+            assert conn.execute(query).fetchall() == []
+        assert leaked == []
+    with psycopg.connect(dds.runtime_url, autocommit=True) as conn:
+        conn.add_notice_handler(lambda notice: leaked.append(str(notice.message_primary)))
+        with with_assertion(conn, dds.context("alice").assertion()):
+            conn.execute(leak)  # created inside the context: sees only visible rows
             seen = sorted(r[0] for r in conn.execute(query).fetchall())
         assert seen == ["a1", "a2", "a3", "g1", "g2"]
         assert sorted(leaked) == sorted(f"memory {i} of {MEMORIES[i] or 'everyone'}"
                                         for i in seen)
+    with psycopg.connect(dds.runtime_url, autocommit=True) as conn:
         for assertion in (None, dds.context("alice").assertion()):
             with with_assertion(conn, assertion):
                 stats = conn.execute(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -18,14 +19,30 @@ from typing import Any
 
 import psycopg
 import pytest
-from dds import OWNER
+from dds import (
+    AUDIENCE,
+    GROUP,
+    IDP,
+    ISSUER,
+    OWNER,
+    POLICIES,
+    RUNTIME,
+    TEST_PASSWORD,
+    url_as,
+)
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import (
     EndUserContextError,
+    IdentityProviderUser,
+    OciGroupPrincipal,
     OracleMemoryEndUserSecurityContext,
+    create_end_user_security_context,
+    grant_agent_memory_policies,
 )
+from oracleagentmemory.devissuer import DevIssuer
 from oracleagentmemory.engines.base import SecurityContextError
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES
+from oracleagentmemory.engines.postgres import deepsec_admin
 from oracleagentmemory.engines.postgres.assertion import ApplicationCredential
 from oracleagentmemory.engines.postgres.security_schema import MAX_LIFETIME_SECONDS
 from psycopg import errors, sql
@@ -43,7 +60,9 @@ LEAK_FUNCTION = (
 # Per owned table: the columns of an INSERT alice may run, a row of bob's, a row of alice's.
 CONFLICT_PROBES: dict[str, tuple[str, str, str, str]] = {
     "thread": ("id, user_id", "%s, 'alice'", "t-bob", "t-alice"),
-    "thread_summary": ("id, user_id, content", "%s, 'alice', jsonb_build_object()", "s-bob", "s-alice"),
+    "thread_summary": (
+        "id, user_id, content", "%s, 'alice', jsonb_build_object()", "s-bob", "s-alice"
+    ),
     "message": ("id, user_id, content, seq_no", "%s, 'alice', 'x', 1000", "m-bob", "m-alice"),
     "document": ("id, user_id, description", "%s, 'alice', 'x'", "doc-bob", "doc-alice"),
     "memory": ("id, record_type, user_id, content", "%s, 'memory', 'alice', ''", "b1", "a1"),
@@ -66,8 +85,9 @@ def as_alice(dds: Any, notices: list[str] | None = None) -> Iterator[Conn]:
     with psycopg.connect(dds.runtime_url) as conn:
         if notices is not None:
             conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
-        conn.execute(LEAK_FUNCTION)
         assert conn.execute(APPLY, [dds.context("alice").assertion()]).fetchone() == ("alice",)
+        # Created inside the context: a session holding temp objects gets no assertion at all.
+        conn.execute(LEAK_FUNCTION)
         try:
             yield conn
         finally:
@@ -202,6 +222,14 @@ def test_record_ids_are_unique_per_owner_through_the_sdk(dds: Any) -> None:
     "pg_notify('stolen', $1)",
     "PREPARE _pg3_0(text) AS SELECT pg_notify('stolen', $1)",
     "CREATE TEMP TABLE d_memory (id text)",
+    # A temp domain shadows the SDK's unqualified jsonb; its CHECK would run in the next
+    # user's transaction (found by the attack review).
+    "CREATE FUNCTION pg_temp.spy(x anyelement) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN "
+    "PERFORM pg_notify('stolen', current_setting('oam.end_user_assertion', true)); "
+    "RETURN true; END $$; CREATE DOMAIN pg_temp.jsonb AS pg_catalog.jsonb "
+    "CHECK (pg_temp.spy(VALUE))",
+    "CREATE TYPE pg_temp.vector AS (x int)",
+    "DECLARE held CURSOR WITH HOLD FOR SELECT 1",
 ])
 def test_a_primed_pooled_connection_serves_nobody(dds: Any, seeded: Seeded, priming: str) -> None:
     with psycopg.connect(dds.runtime_url, autocommit=True) as listener, \
@@ -361,3 +389,243 @@ def test_no_check_refuses_a_connection_that_bypasses_row_security(
         # Positive control: the runtime login is bound by row security and opens the store.
         OracleDBMemoryStore(None, dds.runtime_url, schema_policy=SchemaPolicy.NO_CHECK,
                             memory_store_id=seeded.store_id, schema_owner=OWNER).close()
+
+
+# --- finding 3: identities live in namespaces the database enforces ----------------------------
+@pytest.fixture(scope="module")
+def second_provider(dds: Any) -> Iterator[DevIssuer]:
+    """Another identity provider (``other_idp``), bound to ``gw``, whose group ``team`` holds
+    the shipped policies on ``seeded``'s store."""
+    issuer = DevIssuer.create(tempfile.mkdtemp(prefix="oam-test-issuer2-"),
+                              "https://other-issuer.oam.test")
+    with psycopg.connect(dds.secadmin_url) as conn:
+        conn.execute("DELETE FROM oam_sec.identity_provider WHERE name = 'other_idp'")
+        deepsec_admin.add_identity_provider(conn, "other_idp", issuer.issuer, AUDIENCE,
+                                            issuer.jwks())
+        deepsec_admin.bind_application(conn, "gw", identity_providers=["other_idp"])
+    yield issuer
+    with psycopg.connect(dds.secadmin_url) as conn:
+        conn.execute("DELETE FROM oam_sec.identity_provider WHERE name = 'other_idp'")
+
+
+def _memories(dds: Any, store_id: str, context: Any) -> list[tuple[str, str | None]]:
+    with OracleMemoryEndUserSecurityContext(context):
+        store = OracleDBMemoryStore(None, dds.runtime_url, schema_policy=SchemaPolicy.NO_CHECK,
+                                    memory_store_id=store_id, schema_owner=OWNER)
+        try:
+            return sorted((r.id, r.user_id) for r in store.list("memory"))  # type: ignore[attr-defined]
+        finally:
+            store.close()
+
+
+def test_an_identity_provider_user_never_reads_the_local_user_of_the_same_name(
+        dds: Any, seeded: Seeded) -> None:
+    idp_alice = create_end_user_security_context(
+        dds.token, IdentityProviderUser("alice", (GROUP,), IDP))
+    assert _memories(dds, seeded.store_id, idp_alice) == [("g1", None), ("g2", None)]
+    # Positive control: the local alice reads her rows.
+    assert ("a1", "alice") in _memories(dds, seeded.store_id, dds.context("alice"))
+
+
+def test_two_providers_users_of_the_same_name_share_nothing(
+        dds: Any, second_provider: DevIssuer) -> None:
+    store_id = seeded_global(dds, dds.new_store())  # its grants: test_idp's group team
+    # A group grant is one provider's group: test_idp's team does not extend to other_idp's.
+    other_zed = create_end_user_security_context(
+        dds.token, IdentityProviderUser("zed", (GROUP,), "other_idp"))
+    assert _memories(dds, store_id, other_zed) == []
+    assert _memories(dds, store_id, create_end_user_security_context(  # positive control
+        dds.token, IdentityProviderUser("zed", (GROUP,), IDP))) == [("gx", None)]
+    with psycopg.connect(dds.secadmin_url) as conn:
+        grant_agent_memory_policies(conn, store_id, OWNER,
+                                    [OciGroupPrincipal(GROUP, "other_idp")], POLICIES)
+    with dds_store(dds, store_id, dds.token_context("alice")) as store:
+        store.add(["test_idp's alice"], "memory", record_ids="n1")
+    other = create_end_user_security_context(dds.token, second_provider.token(
+        "alice", audience=AUDIENCE, groups=[GROUP]))
+    assert _memories(dds, store_id, other) == [("gx", None)]
+    assert _memories(dds, store_id, dds.token_context("alice")) == [  # positive control
+        ("gx", None), ("n1", f"{IDP}:alice")]
+
+
+def seeded_global(dds: Any, store_id: str) -> str:
+    owner = dds.owner_store(store_id)
+    try:
+        owner.add(["global"], "memory", record_ids="gx", user_ids=None)
+    finally:
+        owner.close()
+    return store_id
+
+
+@contextmanager
+def dds_store(dds: Any, store_id: str, context: Any) -> Iterator[OracleDBMemoryStore]:
+    with OracleMemoryEndUserSecurityContext(context):
+        store = OracleDBMemoryStore(None, dds.runtime_url, schema_policy=SchemaPolicy.NO_CHECK,
+                                    memory_store_id=store_id, schema_owner=OWNER)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+def test_a_local_name_can_never_pass_for_a_namespaced_one(dds: Any, seeded: Seeded) -> None:
+    with pytest.raises(ValueError, match="never contains ':'"):
+        create_end_user_security_context(dds.token, (f"{IDP}:alice", None))
+    with psycopg.connect(dds.secadmin_url) as conn, pytest.raises(ValueError, match="':'"):
+        deepsec_admin.create_end_user(conn, f"{IDP}:alice")
+    with psycopg.connect(dds.runtime_url) as conn:
+        forged = _signed(dds, _claims(f"{IDP}:alice", time.time() + 60))  # signed by the app
+        assert conn.execute(APPLY, [forged]).fetchone() == (None,)
+        assert conn.execute(APPLY, [_signed(dds, _claims("alice", time.time() + 60))]
+                            ).fetchone() == ("alice",)  # positive control
+
+
+def test_a_provider_not_bound_to_the_application_is_refused(dds: Any, seeded: Seeded) -> None:
+    unbound = create_end_user_security_context(
+        dds.other_app_token, IdentityProviderUser("zed", (GROUP,), "no_such_idp"))
+    bound = create_end_user_security_context(
+        dds.other_app_token, IdentityProviderUser("zed", (GROUP,), IDP))
+    with psycopg.connect(dds.other_runtime_url) as conn:
+        assert conn.execute(APPLY, [unbound.assertion()]).fetchone() == (None,)
+        assert conn.execute(APPLY, [bound.assertion()]).fetchone() == (f"{IDP}:zed",)
+
+
+# --- finding 4: an application acts only for the stores it is bound to -------------------------
+def test_an_application_reads_only_the_stores_it_is_bound_to(dds: Any) -> None:
+    sales, support = dds.new_store(), dds.new_store()
+    for store_id in (sales, support):
+        owner = dds.owner_store(store_id)
+        try:
+            owner.add([f"alice in {store_id}"], "memory", record_ids="m", user_ids="alice")
+        finally:
+            owner.close()
+    login, app = "oam_test_rt_sales", "sales_app"
+    with psycopg.connect(dds.secadmin_url) as conn:
+        if not deepsec_admin.role_exists(conn, login):
+            deepsec_admin.create_runtime_login(conn, login, TEST_PASSWORD, OWNER)
+        conn.execute("DELETE FROM oam_sec.application WHERE app_name = %s", [app])
+        token = deepsec_admin.create_application(conn, app, login).token()
+        deepsec_admin.bind_application(conn, app, stores=[(OWNER, sales)])
+    url = url_as(dds.superuser_url, login)
+    context = create_end_user_security_context(token, ("alice", None))
+
+    def visible(store_id: str) -> list[str]:
+        with OracleMemoryEndUserSecurityContext(context):
+            store = OracleDBMemoryStore(None, url, schema_policy=SchemaPolicy.NO_CHECK,
+                                        memory_store_id=store_id, schema_owner=OWNER)
+            try:
+                return [str(r.content) for r in store.list("memory")]
+            finally:
+                store.close()
+
+    assert visible(sales) == [f"alice in {sales}"]  # positive control: its own store
+    assert visible(support) == []
+    with psycopg.connect(dds.secadmin_url) as conn:
+        deepsec_admin.unbind_application(conn, app, stores=[(OWNER, sales)])
+    assert visible(sales) == []  # unbinding takes effect at once
+
+
+# --- token mode: the database verifies the identity provider's token ---------------------------
+@pytest.fixture(scope="module")
+def token_app(dds: Any, seeded: Seeded) -> str:
+    """An application in token mode on the runtime login, bound to ``seeded``'s store."""
+    with psycopg.connect(dds.secadmin_url) as conn:
+        conn.execute("DELETE FROM oam_sec.application WHERE app_name = 'tok_app'")
+        token = deepsec_admin.create_application(conn, "tok_app", RUNTIME).token()
+        deepsec_admin.bind_application(conn, "tok_app", stores=[(OWNER, seeded.store_id)],
+                                       identity_providers=[IDP])
+        deepsec_admin.set_require_token(conn, "tok_app", True)
+    return token
+
+
+def _applied(dds: Any, context: Any) -> str | None:
+    with psycopg.connect(dds.runtime_url) as conn:
+        row = conn.execute(APPLY, [context.assertion()]).fetchone()
+        return None if row is None else row[0]
+
+
+def test_in_token_mode_the_application_token_alone_speaks_for_nobody(
+        dds: Any, token_app: str) -> None:
+    for identity in (("alice", None), IdentityProviderUser("alice", (GROUP,), IDP)):
+        assert _applied(dds, create_end_user_security_context(token_app, identity)) is None
+    assert _applied(dds, dds.token_context("alice", app_token=token_app)) == f"{IDP}:alice"
+
+
+def _token(dds: Any, key: DevIssuer | None = None, **overrides: Any) -> str:
+    issuer = key or dds.issuer
+    claims = {"audience": AUDIENCE, "groups": [GROUP], **overrides}
+    subject = claims.pop("subject", "tina")
+    return issuer.token(subject, **claims)
+
+
+@pytest.mark.parametrize("forgery", [
+    "other_key", "expired", "not_yet_valid", "wrong_audience", "wrong_issuer", "alg_none",
+    "claims_edited", "no_exp",
+])
+def test_a_bad_token_reads_nothing(dds: Any, seeded: Seeded, token_app: str,
+                                   forgery: str) -> None:
+    now = int(time.time())
+    stranger = DevIssuer.create(tempfile.mkdtemp(prefix="oam-test-stranger-"), ISSUER)
+    valid = _token(dds)
+    header, payload, signature = valid.split(".")
+    body = json.loads(_b64decode(payload))
+    tokens = {
+        "other_key": _token(dds, stranger),
+        "expired": _token(dds, iat=now - 600, nbf=now - 600, exp=now - 120),
+        "not_yet_valid": _token(dds, nbf=now + 600),
+        "wrong_audience": _token(dds, audience="someone-else"),
+        "wrong_issuer": _token(dds, iss="https://evil.example"),
+        "alg_none": f"{_b64encode(json.dumps({'alg': 'none'}))}.{payload}.",
+        "claims_edited": f"{header}.{_b64encode(json.dumps({**body, 'sub': 'alice'}))}."
+                         f"{signature}",
+        "no_exp": _token(dds, exp=None),
+    }
+    forged = tokens[forgery]
+    if forgery == "alg_none":  # the SDK refuses to carry it; the database refuses it too
+        forged = forged + "x"
+    context = create_end_user_security_context(token_app, forged)
+    assert _applied(dds, context) is None
+    assert _applied(dds, create_end_user_security_context(token_app, valid)) == f"{IDP}:tina"
+
+
+def _b64encode(text: str) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(text.encode()).rstrip(b"=").decode()
+
+
+def _b64decode(part: str) -> str:
+    import base64
+
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)).decode()
+
+
+def test_a_token_user_reads_and_writes_only_their_rows_through_the_sdk(
+        dds: Any, seeded: Seeded, token_app: str) -> None:
+    tina = create_end_user_security_context(token_app, _token(dds, subject="tina"))
+    with dds_store(dds, seeded.store_id, tina) as store:
+        [note] = store.add(["tina's note"], "memory")
+        assert store.get("memory", note).user_id == f"{IDP}:tina"  # type: ignore[union-attr]
+    with dds_store(dds, seeded.store_id, create_end_user_security_context(
+            token_app, _token(dds, subject="tom"))) as store:
+        assert store.get("memory", note) is None
+    # Without the group claim the token holds no data role: nothing is visible.
+    no_group = create_end_user_security_context(token_app, _token(dds, subject="tina",
+                                                                  groups=[]))
+    assert _memories(dds, seeded.store_id, no_group) == []
+    assert (note, f"{IDP}:tina") in _memories(dds, seeded.store_id, tina)  # positive control
+
+
+# --- found by the attack review: snapshots that never see a revoke ------------------------------
+@pytest.mark.parametrize("isolation", ["REPEATABLE READ", "SERIALIZABLE"])
+def test_a_snapshot_transaction_sees_nothing(dds: Any, seeded: Seeded, isolation: str) -> None:
+    count = sql.SQL("SELECT count(*) FROM {} WHERE user_id = 'alice'").format(
+        seeded.table("memory"))
+    with psycopg.connect(dds.runtime_url) as conn:
+        conn.execute(f"BEGIN ISOLATION LEVEL {isolation}".encode())
+        assert conn.execute(APPLY, [dds.context("alice").assertion()]).fetchone() == (None,)
+        assert conn.execute(count).fetchone() == (0,)
+        conn.rollback()
+        conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")  # positive control
+        assert conn.execute(APPLY, [dds.context("alice").assertion()]).fetchone() == ("alice",)
+        assert conn.execute(count).fetchone() == (3,)

@@ -7,7 +7,6 @@ predicates as a small engine-neutral tree; each renderer turns them into one dat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,7 @@ class Always:
     """No row restriction."""
 
 
-Predicate = Union[EndUserIs, IsNull, Equals, ExistsVisible, AllOf, AnyOf, Always]
+Predicate = EndUserIs | IsNull | Equals | ExistsVisible | AllOf | AnyOf | Always
 
 
 @dataclass(frozen=True)

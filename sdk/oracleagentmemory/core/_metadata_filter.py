@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 OPERATORS = frozenset({"$array_contains", "$array_contains_any", "$not"})
 MAX_FILTER_DEPTH = 16
@@ -49,7 +49,7 @@ class And:
     parts: tuple[FilterExpr, ...]
 
 
-FilterExpr = Union[Exact, ArrayContains, Not, And]
+FilterExpr = Exact | ArrayContains | Not | And
 
 
 def parse_metadata_filter(metadata_filter: object, argument: str = "metadata_filter") -> And:

@@ -8,7 +8,13 @@ from typing import Any
 
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.deepsec.context import EndUserContextError
-from oracleagentmemory.engines.base import Engine, EngineSession, RegistryRow, SchemaOptions, SchemaState
+from oracleagentmemory.engines.base import (
+    Engine,
+    EngineSession,
+    RegistryRow,
+    SchemaOptions,
+    SchemaState,
+)
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
 
 _log = logging.getLogger(__name__)
@@ -150,7 +156,11 @@ def _repair(session: EngineSession, names: StoreNames, request: SchemaRequest,
         )
     options = _options(request, registry)
     stored_dim = state.embedding_dim
-    if stored_dim is not None and options.vector_dim is not None and stored_dim != options.vector_dim:
+    if (
+        stored_dim is not None
+        and options.vector_dim is not None
+        and stored_dim != options.vector_dim
+    ):
         raise MemoryStoreSchemaError(
             f"vector_dim={options.vector_dim} does not match the stored embedding dimension "
             f"{stored_dim}; vectors cannot be converted, use SchemaPolicy.RECREATE for a new store"

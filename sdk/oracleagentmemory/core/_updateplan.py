@@ -86,7 +86,7 @@ def _content(plan: UpdatePlan, given: dict[str, Any]) -> str | None:
             raise ValueError(f"content=None is not supported for {record_type} records")
         if record_type in MEMORY_TYPES:
             for other in ("index_text", "embedding"):
-                if given.get(other, None) is not None and not _is_empty_payload(given[other]):
+                if given.get(other) is not None and not _is_empty_payload(given[other]):
                     raise ValueError(
                         f"content=None clears the stored text and retrieval rows, so it cannot "
                         f"be combined with a non-None {other}"
@@ -154,7 +154,10 @@ def _retrieval(settings: WriteSettings, pending: PendingUpdate, given: dict[str,
             plan.chunks = pair_vectors(settings, retrieval_text, chunks, payload, "embedding",
                                        "index_text", pending.dims)
         else:
-            pieces = chunks if chunks is not None else retrieval_chunks(settings, retrieval_text or "")
+            pieces = (
+                chunks if chunks is not None
+                else retrieval_chunks(settings, retrieval_text or "")
+            )
             plan.chunks = [ChunkRow(p, None) for p in pieces]
         _check_dims(settings, pending.dims)
         return

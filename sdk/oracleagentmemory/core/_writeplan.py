@@ -102,7 +102,9 @@ def message_content(value: object, argument: str) -> tuple[str, list[dict[str, A
             if not isinstance(part, MessageContent):
                 raise TypeError(f"{argument}[{n}] must be a MessageContent part")
             if not isinstance(part, TextContent):
-                raise ValueError(f"{argument}[{n}]: image parts are not supported by this store yet")
+                raise ValueError(
+                    f"{argument}[{n}]: image parts are not supported by this store yet"
+                )
             parts.append({"type": "text", "id": part.id, "timestamp": part.timestamp,
                           "text": part.text})
             texts.append(part.text)

@@ -11,7 +11,8 @@ class SchemaPolicy(str, Enum):
     REQUIRE_EXISTING = "require_existing"
     """Validate that the complete managed schema exists and is current; change nothing."""
     CREATE_IF_EMPTY = "create_if_empty"
-    """Create the schema when no managed object exists; otherwise require it complete and current."""
+    """Create the schema when no managed object exists; otherwise require it complete and
+    current."""
     CREATE_IF_NECESSARY = "create_if_necessary"
     """Create missing managed objects and apply supported schema upgrades."""
     RECREATE = "recreate"

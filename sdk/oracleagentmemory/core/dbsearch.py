@@ -39,4 +39,6 @@ def parse_enum(enum_type: type[E], value: object, argument: str) -> E:
             if member.value == value.lower() or member.name == value.upper():
                 return member
     allowed = ", ".join(repr(m.value) for m in enum_type)
-    raise ValueError(f"{argument} must be a {enum_type.__name__} or one of {allowed}; got {value!r}")
+    raise ValueError(
+        f"{argument} must be a {enum_type.__name__} or one of {allowed}; got {value!r}"
+    )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import builtins
-from contextlib import AbstractContextManager
 import warnings
+from contextlib import AbstractContextManager
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
@@ -14,20 +14,20 @@ from oracleagentmemory.apis.records import PROFILE_TYPES, RECORD_TYPES, MessageR
 from oracleagentmemory.apis.relations import LIFECYCLE_RELATION_TYPES, RecordRelation
 from oracleagentmemory.core._graph import expand_results
 from oracleagentmemory.core._metadata_filter import parse_metadata_filter
+from oracleagentmemory.core._records import record_from_row
 from oracleagentmemory.core._relations import (
     plan_add_relations,
     plan_update_relations,
     relation_from_row,
     resolve_change_labels,
 )
+from oracleagentmemory.core._schema import MemoryStoreSchemaError, SchemaRequest, open_schema
 from oracleagentmemory.core._search import (
     SearchArguments,
     base_plan,
     check_search_arguments,
     fuse_ranked_lists,
 )
-from oracleagentmemory.core._records import record_from_row
-from oracleagentmemory.core._schema import MemoryStoreSchemaError, SchemaRequest, open_schema
 from oracleagentmemory.core._updateplan import plan_update
 from oracleagentmemory.core._validation import (
     check_bool,
@@ -38,8 +38,8 @@ from oracleagentmemory.core._validation import (
 from oracleagentmemory.core._writeplan import Chunker, WriteSettings, check_record_type, plan_add
 from oracleagentmemory.core.chunking import DEFAULT_CHUNKER
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy, parse_schema_policy
-from oracleagentmemory.core.deepsec.context import EndUserContextError, active_security_context
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy, parse_enum
+from oracleagentmemory.core.deepsec.context import EndUserContextError, active_security_context
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.engines import make_engine
@@ -109,7 +109,9 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 raise ValueError("pass either memory_store_id or table_name_prefix, not both")
             prefix = validate_table_name_prefix(table_name_prefix)
         owner = None if schema_owner is NOT_SET_MARKER else validate_schema_owner(schema_owner)
-        if owner is not None and policy not in (SchemaPolicy.REQUIRE_EXISTING, SchemaPolicy.NO_CHECK):
+        if owner is not None and policy not in (
+            SchemaPolicy.REQUIRE_EXISTING, SchemaPolicy.NO_CHECK
+        ):
             raise ValueError(
                 "schema_owner gives runtime access to an existing store only: use "
                 "SchemaPolicy.REQUIRE_EXISTING or SchemaPolicy.NO_CHECK, and create, upgrade or "
@@ -194,7 +196,10 @@ class OracleDBMemoryStore(OracleMemoryStore):
             )
         self._registry = registry
         self._strategy = strategy or SearchStrategy(registry.search_mode)
-        if strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID) and registry.vector_dim is None:
+        if (
+            strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID)
+            and registry.vector_dim is None
+        ):
             self._engine.close()
             raise MemoryStoreSchemaError(
                 f"SearchStrategy.{strategy.name} needs local vector storage, which this store "

@@ -32,7 +32,9 @@ class MemoryRetentionConfig:
 
     def resolved(self) -> tuple[int | None, int | None]:
         """``(default_ttl_days, max_ttl_days)`` with unset attributes resolved to ``None``."""
-        default = None if isinstance(self.default_ttl_days, _NotSetMarker) else self.default_ttl_days
+        default = (
+            None if isinstance(self.default_ttl_days, _NotSetMarker) else self.default_ttl_days
+        )
         maximum = None if isinstance(self.max_ttl_days, _NotSetMarker) else self.max_ttl_days
         return default, maximum
 

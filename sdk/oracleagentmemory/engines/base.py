@@ -273,7 +273,9 @@ class EngineSession(ABC):
         """Visible (unexpired) rows of one record type, oldest first."""
 
     @abstractmethod
-    def select_thread_messages(self, names: StoreNames, query: MessageQuery) -> list[dict[str, Any]]:
+    def select_thread_messages(
+        self, names: StoreNames, query: MessageQuery
+    ) -> list[dict[str, Any]]:
         """Visible messages of one thread in sequence order."""
 
     @abstractmethod
@@ -285,7 +287,9 @@ class EngineSession(ABC):
         """Whether the record row exists (expired or not), locking it for update."""
 
     @abstractmethod
-    def select_event_ts(self, names: StoreNames, record_type: str, record_id: str) -> datetime | None:
+    def select_event_ts(
+        self, names: StoreNames, record_type: str, record_id: str
+    ) -> datetime | None:
         """Stored event timestamp of one record."""
 
     @abstractmethod

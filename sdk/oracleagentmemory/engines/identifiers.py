@@ -54,7 +54,8 @@ def validate_table_name_prefix(value: object) -> str:
 
 
 def validate_schema_owner(value: object) -> str:
-    """Validate ``schema_owner``: an unquoted identifier (quoted, case-sensitive owners unsupported)."""
+    """Validate ``schema_owner``: an unquoted identifier (quoted, case-sensitive owners
+    unsupported)."""
     if not isinstance(value, str):
         raise TypeError(f"schema_owner must be a str, got {type(value).__name__}")
     if not value or len(value) > MAX_IDENTIFIER_LENGTH or not _SCHEMA_OWNER.fullmatch(value):

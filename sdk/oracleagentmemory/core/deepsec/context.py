@@ -1,4 +1,5 @@
-"""``OracleMemoryEndUserSecurityContext``: make an end user's context current for a scope of work."""
+"""``OracleMemoryEndUserSecurityContext``: make an end user's context current for a scope of
+work."""
 
 from __future__ import annotations
 

@@ -99,8 +99,9 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
 
     libpq's pipeline directly rather than psycopg's ``Connection.pipeline()``, whose bookkeeping
     costs more than the round trip it saves. psycopg then sees the open transaction (it reads
-    the status from libpq) and sends no ``BEGIN`` of its own. The transaction also gets ``plan_cache_mode = force_generic_plan``:
-    under row-level security planning a statement costs several times more (every policy adds
+    the status from libpq) and sends no ``BEGIN`` of its own. The transaction also gets
+    ``plan_cache_mode = force_generic_plan``: under row-level security planning a statement
+    costs several times more (every policy adds
     its lookups), and the store's statements plan the same for any parameter values (a search's
     HNSW round, whose plan does depend on them, sets ``auto`` again). Raises the database
     error of the first failing statement, with the transaction left open for the caller to roll

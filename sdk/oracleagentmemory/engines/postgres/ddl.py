@@ -43,8 +43,8 @@ def _version_1(conn: Connection[object], names: StoreNames, options: SchemaOptio
 
     statements: list[sql.Composed] = [
         sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, {scope}, metadata jsonb, runtime_config jsonb, "
-            "runtime_state jsonb, {times})"
+            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, {scope}, metadata jsonb, "
+            "runtime_config jsonb, runtime_state jsonb, {times})"
         ).format(t("thread"), scope=sql.SQL(_SCOPE_COLUMNS.replace("thread_id text,", "")),
                  times=sql.SQL(_TIME_COLUMNS)),
         sql.SQL(
@@ -54,7 +54,8 @@ def _version_1(conn: Connection[object], names: StoreNames, options: SchemaOptio
         ).format(t("thread_summary"), scope=sql.SQL(_SCOPE_COLUMNS),
                  status=sql.SQL(_STATUS_CHECK), times=sql.SQL(_TIME_COLUMNS)),
         sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {} (actor_type text NOT NULL CHECK (actor_type IN ('user', 'agent')), "
+            "CREATE TABLE IF NOT EXISTS {} (actor_type text NOT NULL "
+            "CHECK (actor_type IN ('user', 'agent')), "
             "actor_id text NOT NULL, content text, metadata jsonb, {times}, "
             "PRIMARY KEY (actor_type, actor_id))"
         ).format(t("actor_profile"), times=sql.SQL(_TIME_COLUMNS)),
@@ -65,15 +66,15 @@ def _version_1(conn: Connection[object], names: StoreNames, options: SchemaOptio
         ).format(t("message"), scope=sql.SQL(_SCOPE_COLUMNS), status=sql.SQL(_STATUS_CHECK),
                  times=sql.SQL(_TIME_COLUMNS)),
         sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, {scope}, message_id text, mime_type text, "
-            "description text, bytes bytea, metadata jsonb, expires_at timestamptz, {status}, "
-            "{times})"
+            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, {scope}, message_id text, "
+            "mime_type text, description text, bytes bytea, metadata jsonb, "
+            "expires_at timestamptz, {status}, {times})"
         ).format(t("document"), scope=sql.SQL(_SCOPE_COLUMNS), status=sql.SQL(_STATUS_CHECK),
                  times=sql.SQL(_TIME_COLUMNS)),
         sql.SQL(
-            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, record_type text NOT NULL CHECK (record_type "
-            "IN ('memory', 'guideline', 'fact', 'preference')), {scope}, content text, "
-            "metadata jsonb, expires_at timestamptz, {status}, {times})"
+            "CREATE TABLE IF NOT EXISTS {} (id text PRIMARY KEY, record_type text NOT NULL "
+            "CHECK (record_type IN ('memory', 'guideline', 'fact', 'preference')), {scope}, "
+            "content text, metadata jsonb, expires_at timestamptz, {status}, {times})"
         ).format(t("memory"), scope=sql.SQL(_SCOPE_COLUMNS), status=sql.SQL(_STATUS_CHECK),
                  times=sql.SQL(_TIME_COLUMNS)),
         sql.SQL(
@@ -86,10 +87,12 @@ def _version_1(conn: Connection[object], names: StoreNames, options: SchemaOptio
             "CHECK (source_id <> target_id))"
         ).format(t("memory_link"), mem=t("memory"), times=sql.SQL(_TIME_COLUMNS)),
         sql.SQL(
-            "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} (LEAST(source_id, target_id), GREATEST(source_id, target_id))"
+            "CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} "
+            "(LEAST(source_id, target_id), GREATEST(source_id, target_id))"
         ).format(ix("memory_link_pair_uq"), t("memory_link")),
-        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (target_id)").format(ix("memory_link_target_ix"),
-                                                            t("memory_link")),
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (target_id)").format(
+            ix("memory_link_target_ix"), t("memory_link")
+        ),
         sql.SQL(
             "CREATE TABLE IF NOT EXISTS {} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
             "record_type text NOT NULL, record_id text NOT NULL, chunk_no integer NOT NULL, "

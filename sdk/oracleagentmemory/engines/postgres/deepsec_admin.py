@@ -12,10 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
-from psycopg import sql
-from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
-
 from oam_policies.model import DataRolePolicy
 from oam_policies.postgres import (
     PostgresTarget,
@@ -24,6 +20,10 @@ from oam_policies.postgres import (
     render_removal,
     render_revoke_all,
 )
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.assertion import ApplicationCredential, padded_keys
@@ -338,7 +338,9 @@ def create_application(conn: Conn, app_name: str, login_role: str) -> Applicatio
         raise ValueError("app_name must be lower-case letters, digits and underscores, "
                          f"starting with a letter; got {app_name!r}")
     if not role_exists(conn, login_role):
-        raise ValueError(f"login role {login_role!r} does not exist; create the runtime login first")
+        raise ValueError(
+            f"login role {login_role!r} does not exist; create the runtime login first"
+        )
     key = secrets.token_bytes(32)
     ipad, opad = padded_keys(key)
     conn.execute(
@@ -380,7 +382,7 @@ def runtime_login_drift(conn: Conn) -> list[str]:
     A runtime login may alter itself (its password and role-level settings): each finding is a
     line naming the login. Checked: attributes beyond LOGIN, role-level settings, memberships
     other than its schema's runtime role, objects it owns, and applications whose login is
-    gone or that act for no store.
+    gone or that act for no store, and schemas it may create objects in.
     """
     findings: list[str] = []
     rows = conn.execute(
@@ -393,10 +395,12 @@ def runtime_login_drift(conn: Conn) -> list[str]:
         "ARRAY(SELECT unnest(s.setconfig) FROM pg_db_role_setting s WHERE s.setrole = l.oid), "
         "ARRAY(SELECT g.rolname FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid "
         "WHERE m.member = l.oid AND g.rolname NOT LIKE '%\\_oam\\_runtime' ORDER BY 1), "
-        "(SELECT count(*) FROM pg_class c WHERE c.relowner = l.oid) "
+        "(SELECT count(*) FROM pg_class c WHERE c.relowner = l.oid), "
+        "ARRAY(SELECT n.nspname FROM pg_namespace n WHERE n.nspname !~ '^pg_(toast_)?temp_' "
+        "AND has_schema_privilege(l.oid, n.oid, 'CREATE') ORDER BY 1) "
         "FROM logins l JOIN pg_roles r ON r.oid = l.oid ORDER BY l.rolname").fetchall()
     attributes = ("SUPERUSER", "CREATEROLE", "CREATEDB", "REPLICATION", "BYPASSRLS", "INHERIT")
-    for name, *flags, settings, memberships, owned in rows:
+    for name, *flags, settings, memberships, owned, creatable in rows:
         for attribute, value in zip(attributes, flags[:6], strict=True):
             if value:
                 findings.append(f"runtime login {name}: has {attribute}")
@@ -407,6 +411,9 @@ def runtime_login_drift(conn: Conn) -> list[str]:
             findings.append(f"runtime login {name}: member of {role}")
         if owned:
             findings.append(f"runtime login {name}: owns {owned} relation(s)")
+        for schema in creatable:
+            # Objects it could create there would shadow unqualified names for the SDK.
+            findings.append(f"runtime login {name}: may CREATE in schema {schema}")
     for app, login, stores in conn.execute(
             "SELECT a.app_name, a.login_role, (SELECT count(*) FROM oam_sec.application_store s "
             "WHERE s.app_name = a.app_name) FROM oam_sec.application a ORDER BY 1").fetchall():

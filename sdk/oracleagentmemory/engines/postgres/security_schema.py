@@ -4,9 +4,9 @@ It holds application identities (an HMAC key per application, bound to the runti
 allowed to use it), local end users, data roles with their grants to end users and identity-
 provider groups, and the policies installed per store. The runtime login can read none of it; it
 can only call ``oam_sec.apply_assertion(assertion)``, ``oam_sec.end_user()``,
-``oam_sec.has_data_role(role)`` and ``oam_sec.verified_user(role)`` (granted to PUBLIC: they only ever
-describe the caller's own assertion). One policy administrator owns ``oam_sec`` per database; to
-manage a store's policies it must be a member of the store's schema-owner role (or be that role).
+``oam_sec.has_data_role(role)`` and ``oam_sec.verified_user(role)`` (granted to PUBLIC: they only
+ever describe the caller's own assertion). One policy administrator owns ``oam_sec`` per database;
+to manage a store's policies it must be a member of the store's schema-owner role (or be that role).
 
 An end-user assertion is ``<hex(json claims)>.<hex(HMAC-SHA-256(key, hex(json claims)))>``. The
 claims are ``{"app", "u" (user), "k" ("local" or "idp"), "g" (groups), "r" (requested data
@@ -38,12 +38,17 @@ MAX_LIFETIME_SECONDS = 900
 
 _CURRENT_VERIFICATION = """c.digest OPERATOR(pg_catalog.=) pg_catalog.sha256(pg_catalog.convert_to(
                    pg_catalog.current_setting('oam.end_user_assertion', true), 'UTF8'))
+           AND pg_catalog.current_setting('transaction_isolation')
+               OPERATOR(pg_catalog.=) 'read committed'
            AND c.expires_at OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp()
            AND c.grants_version OPERATOR(pg_catalog.=)
                (SELECT v.version FROM oam_sec.grants_version v)"""
 """The row of ``oam_sec.session_end_user`` (alias ``c``) that verified the current assertion:
 its digest, unexpired at the statement's start (not the transaction's: an assertion stops
-working mid-transaction), and no grant changed since. Schema-qualified throughout, so no
+working mid-transaction), and no grant changed since. Only under READ COMMITTED: a
+REPEATABLE READ or SERIALIZABLE snapshot would keep showing grants, users and keys as they
+were when the transaction began, so a revoke would never reach it. Schema-qualified
+throughout, so no
 search_path can redirect it."""
 
 TOKEN_LEEWAY_SECONDS = 30
@@ -144,7 +149,8 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
         expiry double precision;
         token jsonb;
     BEGIN
-        IF assertion IS NULL OR assertion = '' THEN
+        IF assertion IS NULL OR assertion = ''
+                OR current_setting('transaction_isolation') <> 'read committed' THEN
             RETURN NULL;
         END IF;
         -- Exactly <hex body>.<64 hex digits>: nothing before, between or after.
@@ -316,15 +322,21 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
     $fn$""",
     # Whether this session holds nothing its own SQL made that could stand in for what the SDK
     # runs as the end user: no prepared statement created by SQL (PREPARE can replace the SDK's
-    # protocol-level statements, which SQL cannot create) and no temporary relation (a temp
-    # table shadows an unqualified table name). Checked before every assertion is set.
+    # protocol-level statements, which SQL cannot create), no object at all in its temporary
+    # schema (a temp table shadows an unqualified table name, a temp type or domain an
+    # unqualified type such as jsonb, and a domain's CHECK runs any function), and no open
+    # holdable cursor (a WITH HOLD cursor outlives the transaction that declared it; others
+    # end with it, and the apply opens the transaction). Checked before
+    # every assertion is set; every object of a schema depends on it (pg_depend).
     """CREATE OR REPLACE FUNCTION oam_sec.session_is_pristine() RETURNS boolean
         LANGUAGE sql VOLATILE SECURITY DEFINER
         SET search_path = pg_catalog, pg_temp AS $fn$
         SELECT NOT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements s WHERE s.from_sql)
+           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_cursors k WHERE k.is_holdable)
            AND (pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.=) 0 OR NOT EXISTS (
-                SELECT 1 FROM pg_catalog.pg_class c
-                 WHERE c.relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()))
+                SELECT 1 FROM pg_catalog.pg_depend d
+                 WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::regclass
+                   AND d.refobjid OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()))
     $fn$""",
     # Sets the assertion for this transaction; returns the user it verifies as (NULL if none).
     # An assertion this backend already verified is found in one lookup; only a new one is

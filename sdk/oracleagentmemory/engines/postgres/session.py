@@ -389,7 +389,9 @@ class PostgresSession(EngineSession):
         rows.reverse()
         return rows
 
-    def select_thread_messages(self, names: StoreNames, query: MessageQuery) -> list[dict[str, Any]]:
+    def select_thread_messages(
+        self, names: StoreNames, query: MessageQuery
+    ) -> list[dict[str, Any]]:
         where = [sql.SQL("thread_id = %s"), sql.SQL("(expires_at IS NULL OR expires_at > now())")]
         params: list[Any] = [query.thread_id]
         if query.range_start_seq_no is not None:
@@ -428,7 +430,9 @@ class PostgresSession(EngineSession):
         ).fetchone()
         return row is not None
 
-    def select_event_ts(self, names: StoreNames, record_type: str, record_id: str) -> datetime | None:
+    def select_event_ts(
+        self, names: StoreNames, record_type: str, record_id: str
+    ) -> datetime | None:
         logical = _TABLE_OF_TYPE[record_type]
         key, params = self._key(names, logical, type_filter=True, record_type=record_type,
                                 record_id=record_id)
