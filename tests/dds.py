@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,11 +154,16 @@ class DdsEnvironment:
                                    schema_policy=SchemaPolicy.REQUIRE_EXISTING,
                                    memory_store_id=store_id, **kwargs)
 
-    @contextmanager
     def runtime_store(self, store_id: str, user: str, pool: Any = None,
+                      **kwargs: Any) -> AbstractContextManager[OracleDBMemoryStore]:
+        """A NO_CHECK runtime store opened and used inside local end user ``user``'s context."""
+        return self.context_store(store_id, self.context(user), pool, **kwargs)
+
+    @contextmanager
+    def context_store(self, store_id: str, context: Any, pool: Any = None,
                       **kwargs: Any) -> Iterator[OracleDBMemoryStore]:
-        """A NO_CHECK runtime store opened and used inside ``user``'s context."""
-        with OracleMemoryEndUserSecurityContext(self.context(user)):
+        """A NO_CHECK runtime store opened and used inside the end-user ``context``."""
+        with OracleMemoryEndUserSecurityContext(context):
             store = OracleDBMemoryStore(None, pool or self.runtime_url,
                                         schema_policy=SchemaPolicy.NO_CHECK,
                                         memory_store_id=store_id, schema_owner=OWNER, **kwargs)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -65,26 +64,14 @@ def grants(dds: Any, store_id: str) -> dict[Principal, set[Any]]:
     return {principal: set(granted) for principal, granted in listed}
 
 
-@contextmanager
-def runtime_store(dds: Any, store_id: str, context: Any) -> Iterator[OracleDBMemoryStore]:
-    """A NO_CHECK runtime store opened and used inside ``context``."""
-    with OracleMemoryEndUserSecurityContext(context):
-        store = OracleDBMemoryStore(None, dds.runtime_url, schema_policy=SchemaPolicy.NO_CHECK,
-                                    memory_store_id=store_id, schema_owner=OWNER)
-        try:
-            yield store
-        finally:
-            store.close()
-
-
 def visible(dds: Any, store_id: str, context: Any) -> list[str]:
     """Memory ids the end user of ``context`` sees through the runtime login."""
-    with runtime_store(dds, store_id, context) as store:
+    with dds.context_store(store_id, context) as store:
         return sorted(r.id for r in store.list("memory"))
 
 
 def add_as(dds: Any, store_id: str, context: Any, record_id: str) -> None:
-    with runtime_store(dds, store_id, context) as store:
+    with dds.context_store(store_id, context) as store:
         store.add([f"note {record_id}"], "memory", record_ids=record_id)
 
 

@@ -409,13 +409,8 @@ def second_provider(dds: Any) -> Iterator[DevIssuer]:
 
 
 def _memories(dds: Any, store_id: str, context: Any) -> list[tuple[str, str | None]]:
-    with OracleMemoryEndUserSecurityContext(context):
-        store = OracleDBMemoryStore(None, dds.runtime_url, schema_policy=SchemaPolicy.NO_CHECK,
-                                    memory_store_id=store_id, schema_owner=OWNER)
-        try:
-            return sorted((r.id, r.user_id) for r in store.list("memory"))  # type: ignore[attr-defined]
-        finally:
-            store.close()
+    with dds.context_store(store_id, context) as store:
+        return sorted((r.id, r.user_id) for r in store.list("memory"))
 
 
 def test_an_identity_provider_user_never_reads_the_local_user_of_the_same_name(
@@ -439,7 +434,7 @@ def test_two_providers_users_of_the_same_name_share_nothing(
     with psycopg.connect(dds.secadmin_url) as conn:
         grant_agent_memory_policies(conn, store_id, OWNER,
                                     [OciGroupPrincipal(GROUP, "other_idp")], POLICIES)
-    with dds_store(dds, store_id, dds.token_context("alice")) as store:
+    with dds.context_store(store_id, dds.token_context("alice")) as store:
         store.add(["test_idp's alice"], "memory", record_ids="n1")
     other = create_end_user_security_context(dds.token, second_provider.token(
         "alice", audience=AUDIENCE, groups=[GROUP]))
@@ -455,17 +450,6 @@ def seeded_global(dds: Any, store_id: str) -> str:
     finally:
         owner.close()
     return store_id
-
-
-@contextmanager
-def dds_store(dds: Any, store_id: str, context: Any) -> Iterator[OracleDBMemoryStore]:
-    with OracleMemoryEndUserSecurityContext(context):
-        store = OracleDBMemoryStore(None, dds.runtime_url, schema_policy=SchemaPolicy.NO_CHECK,
-                                    memory_store_id=store_id, schema_owner=OWNER)
-        try:
-            yield store
-        finally:
-            store.close()
 
 
 def test_a_local_name_can_never_pass_for_a_namespaced_one(dds: Any, seeded: Seeded) -> None:
@@ -603,10 +587,10 @@ def _b64decode(part: str) -> str:
 def test_a_token_user_reads_and_writes_only_their_rows_through_the_sdk(
         dds: Any, seeded: Seeded, token_app: str) -> None:
     tina = create_end_user_security_context(token_app, _token(dds, subject="tina"))
-    with dds_store(dds, seeded.store_id, tina) as store:
+    with dds.context_store(seeded.store_id, tina) as store:
         [note] = store.add(["tina's note"], "memory")
         assert store.get("memory", note).user_id == f"{IDP}:tina"  # type: ignore[union-attr]
-    with dds_store(dds, seeded.store_id, create_end_user_security_context(
+    with dds.context_store(seeded.store_id, create_end_user_security_context(
             token_app, _token(dds, subject="tom"))) as store:
         assert store.get("memory", note) is None
     # Without the group claim the token holds no data role: nothing is visible.
