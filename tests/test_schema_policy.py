@@ -501,3 +501,37 @@ def test_concurrent_create_if_necessary_on_a_new_store_all_succeed(
     assert row is not None and row[0] == 1
     store = make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
     assert store.vector_dim == vector_dim
+
+
+def test_upgrading_to_version_4_puts_the_owner_into_every_key(
+    make_store: StoreFactory, pg_url: str
+) -> None:
+    store_id = new_store_id()
+    _create_at_version(pg_url, store_id, 3, vector_dim=3)
+    link = f"{store_id}_memory_link"
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f"INSERT INTO {store_id}_memory (id, record_type, user_id, content) VALUES "
+                     "('a1', 'memory', 'alice', 'x'), ('a2', 'memory', 'alice', 'y'), "
+                     "('g1', 'memory', NULL, 'z')")
+        conn.execute(f"INSERT INTO {link} (id, source_id, source_type, target_id, target_type, "
+                     "relation_type, opposite_relation_type) VALUES "
+                     "('r1', 'a1', 'memory', 'a2', 'memory', 'related', 'related'), "
+                     "('r2', 'g1', 'memory', 'a2', 'memory', 'related', 'related')")
+
+    upgraded = make_store(memory_store_id=store_id,
+                          schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+
+    assert upgraded.schema_version == LATEST_SCHEMA_VERSION == 4
+    with psycopg.connect(pg_url) as conn:
+        owners = conn.execute(f"SELECT id, user_id FROM {link} ORDER BY id").fetchall()
+        foreign = conn.execute("SELECT count(*) FROM pg_constraint WHERE conrelid = %s::regclass "
+                               "AND contype IN ('f', 'p')", [link]).fetchone()
+    assert owners == [("r1", "alice"), ("r2", "alice")]  # a global endpoint keeps the user's
+    assert foreign == (0,)
+    # The same id is now free for another owner, and still taken for the same one.
+    upgraded.add(["bob's a1"], "memory", record_ids="a1", user_ids="bob")
+    with pytest.raises(ValueError, match="already exists"):
+        upgraded.add(["again"], "memory", record_ids="a1", user_ids="alice")
+    assert [r.id for r in upgraded.list_relations()] == ["r1", "r2"]
+    upgraded.delete("memory", "a2")  # deleting a memory deletes its links (no foreign keys)
+    assert upgraded.list_relations() == []
