@@ -613,3 +613,16 @@ def test_a_snapshot_transaction_sees_nothing(dds: Any, seeded: Seeded, isolation
         conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")  # positive control
         assert conn.execute(APPLY, [dds.context("alice").assertion()]).fetchone() == ("alice",)
         assert conn.execute(count).fetchone() == (3,)
+
+
+# --- finding 5 for messages and summaries: they hang from their owner's thread -----------------
+def test_a_message_in_another_users_thread_id_stays_the_writers(dds: Any) -> None:
+    fresh = seed(dds)
+    with dds.runtime_store(fresh.store_id, "alice") as store:
+        store.add(["planted by alice"], "message", thread_ids="t-bob", roles="user")
+        store.add([{"text": "alice's summary of t-bob"}], "thread_summary", thread_ids="t-bob")
+        assert [m.content for m in store.list_thread_messages("t-bob")] == ["planted by alice"]
+    with dds.runtime_store(fresh.store_id, "bob") as store:
+        # Positive control: bob's own message in his thread is there; alice's is not.
+        assert [m.content for m in store.list_thread_messages("t-bob")] == ["hello from bob"]
+        assert [s.id for s in store.list("thread_summary", thread_id="t-bob")] == ["s-bob"]
