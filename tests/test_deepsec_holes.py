@@ -30,24 +30,26 @@ from dds import (
     TEST_PASSWORD,
     url_as,
 )
+from oam_policies import SHIPPED_POLICIES
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import (
     EndUserContextError,
     IdentityProviderUser,
     OciGroupPrincipal,
     OracleMemoryEndUserSecurityContext,
+    add_deep_data_security_policies,
     create_end_user_security_context,
     grant_agent_memory_policies,
 )
 from oracleagentmemory.devissuer import DevIssuer
 from oracleagentmemory.engines.base import SecurityContextError
-from oracleagentmemory.engines.identifiers import MANAGED_TABLES
+from oracleagentmemory.engines.identifiers import MANAGED_TABLES, store_names
 from oracleagentmemory.engines.postgres import deepsec_admin
 from oracleagentmemory.engines.postgres.assertion import ApplicationCredential
 from oracleagentmemory.engines.postgres.security_schema import MAX_LIFETIME_SECONDS
 from psycopg import errors, sql
 from psycopg_pool import ConnectionPool
-from test_deepsec_attacks import APPLY, Seeded, seed
+from test_deepsec_attacks import APPLY, SET_BY_HAND, Seeded, seed
 
 Conn = psycopg.Connection[Any]
 
@@ -230,6 +232,12 @@ def test_record_ids_are_unique_per_owner_through_the_sdk(dds: Any) -> None:
     "CHECK (pg_temp.spy(VALUE))",
     "CREATE TYPE pg_temp.vector AS (x int)",
     "DECLARE held CURSOR WITH HOLD FOR SELECT 1",
+    # Settings that would fail every later user or make the SDK misread results (second
+    # review): the connection is closed instead of going back to the pool.
+    "SET default_transaction_read_only = on",
+    "SET row_security = off",
+    "SET client_encoding = 'SQL_ASCII'",
+    "SET DateStyle = 'German'",
 ])
 def test_a_primed_pooled_connection_serves_nobody(dds: Any, seeded: Seeded, priming: str) -> None:
     with psycopg.connect(dds.runtime_url, autocommit=True) as listener, \
@@ -626,3 +634,67 @@ def test_a_message_in_another_users_thread_id_stays_the_writers(dds: Any) -> Non
         # Positive control: bob's own message in his thread is there; alice's is not.
         assert [m.content for m in store.list_thread_messages("t-bob")] == ["hello from bob"]
         assert [s.id for s in store.list("thread_summary", thread_id="t-bob")] == ["s-bob"]
+
+
+# --- found by the second review: names and backends that must never be shared ------------------
+def test_data_role_and_runtime_role_names_never_collide() -> None:
+    def role(schema: str, store: str) -> str:
+        names = store_names(memory_store_id=store, table_name_prefix=None, schema_owner=schema,
+                            fold="lower")
+        return deepsec_admin.data_role_name(names, schema, SHIPPED_POLICIES["own_user_rows"])
+
+    assert role("acme", "eu_x") != role("acme_eu", "x")  # the same text once joined by "_"
+    assert role("acme", "eu_x") == role("acme", "eu_x")  # positive control: stable
+    assert deepsec_admin.runtime_role_name("oam$owner") != deepsec_admin.runtime_role_name(
+        "oam_owner")
+    assert deepsec_admin.runtime_role_name("OAM_OWNER") == deepsec_admin.runtime_role_name(
+        "oam_owner")
+
+
+def test_installing_a_policy_never_adopts_another_stores_data_role(dds: Any) -> None:
+    store_id = f"d{time.time_ns() % 10**9}"
+    owner = OracleDBMemoryStore(None, dds.owner_url, memory_store_id=store_id,
+                                schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+    owner.close()
+    names = store_names(memory_store_id=store_id, table_name_prefix=None, schema_owner=OWNER,
+                        fold="lower")
+    taken = deepsec_admin.data_role_name(names, OWNER, SHIPPED_POLICIES["own_user_rows"])
+    with psycopg.connect(dds.secadmin_url) as conn:  # the name already names another store's
+        conn.execute("INSERT INTO oam_sec.data_role (role_name, schema_name, store_key, "
+                     "policy_name) VALUES (%s, %s, 'elsewhere', 'own_user_rows')",
+                     [taken, OWNER])
+    with pytest.raises(ValueError, match="already belongs to memory store 'elsewhere'"):
+        add_deep_data_security_policies(dds.secadmin_url, OWNER, store_id, POLICIES[:1])
+    with psycopg.connect(dds.secadmin_url) as conn:
+        conn.execute("DELETE FROM oam_sec.data_role WHERE role_name = %s", [taken])
+    add_deep_data_security_policies(dds.secadmin_url, OWNER, store_id, POLICIES[:1])  # control
+    with psycopg.connect(dds.secadmin_url) as conn:
+        assert deepsec_admin.installed_data_role(conn, OWNER, names.store_key,
+                                                 "own_user_rows") == taken
+
+
+def test_a_cached_verification_never_serves_another_login_on_a_reused_pid(
+        dds: Any, seeded: Seeded) -> None:
+    bob = dds.context("bob").assertion()
+    count = sql.SQL("SELECT count(*) FROM {} WHERE user_id = 'bob'").format(
+        seeded.table("memory"))
+    names = store_names(memory_store_id=seeded.store_id, table_name_prefix=None,
+                        schema_owner=OWNER, fold="lower")
+    with psycopg.connect(dds.secadmin_url) as conn:
+        role = deepsec_admin.installed_data_role(conn, OWNER, names.store_key, "own_user_rows")
+    for login, visible in (("oam_test_rt", 0), ("oam_test_rt2", 3)):
+        with psycopg.connect(dds.other_runtime_url) as conn:  # another application's login
+            # As if a backend of `login` had verified bob's assertion under this pid and exited.
+            with psycopg.connect(dds.superuser_url) as su:
+                su.execute(
+                    "INSERT INTO oam_sec.session_cache (pid, digest, username, data_roles, "
+                    "expires_at, grants_version, login) SELECT %s, sha256(convert_to(%s, "
+                    "'UTF8')), 'bob', ARRAY[%s], now() + interval '1 minute', version, %s "
+                    "FROM oam_sec.grants_version", [conn.info.backend_pid, bob, role, login])
+            conn.execute(SET_BY_HAND, [bob])
+            # Only a row recorded by this very login counts (the positive control: rt2's own).
+            assert conn.execute(count).fetchone() == (visible,), login
+            conn.rollback()
+            with psycopg.connect(dds.superuser_url) as su:
+                su.execute("DELETE FROM oam_sec.session_cache WHERE pid = %s",
+                           [conn.info.backend_pid])

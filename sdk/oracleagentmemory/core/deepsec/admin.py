@@ -182,12 +182,14 @@ def _roles(conn: psycopg.Connection[Any], names: StoreNames,
         if _security_schema_exists(conn) else set()
     roles = []
     for policy in policies:
-        if policy.declaration.name not in installed:
+        role = sql_admin.installed_data_role(conn, names.schema, names.store_key,
+                                             policy.declaration.name) if installed else None
+        if role is None:
             raise ValueError(
                 f"policy {policy.declaration.name!r} is not installed on memory store "
                 f"{names.store_key!r}; add it with add_deep_data_security_policies first"
             )
-        roles.append(sql_admin.data_role_name(names, names.schema, policy.declaration))
+        roles.append(role)
     return roles
 
 

@@ -86,6 +86,11 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any) -> Iterato
             row = _begin_and_apply(conn, assertion)
         except psycopg.errors.UndefinedFunction as exc:
             raise _no_security_schema() from exc
+        except psycopg.Error:
+            # A connection that cannot take a context (a read-only or timed-out session, say)
+            # serves nobody again: left in the pool it would fail every later user.
+            conn.close()
+            raise
         _check_seen(row, security, conn)
         yield
     except BaseException:

@@ -43,24 +43,43 @@ def _literal(conn: Conn, value: str) -> str:
     return sql.Literal(value).as_string(conn)
 
 
-def bounded_name(text: str) -> str:
-    """A lower-case name of at most 63 characters (long names keep a hash suffix)."""
+def bounded_name(text: str, identity: str | None = None) -> str:
+    """A lower-case name of at most 63 characters for ``text``.
+
+    Folding (lower case, ``_`` for other characters) and truncation can map different texts to
+    one name; such a name, and every name given an ``identity`` (the exact thing it names),
+    keeps a hash suffix of that identity, so distinct identities never share a name.
+    """
     name = re.sub(r"[^a-z0-9_]", "_", text.lower())
     if not name or not name[0].isalpha():
         name = "r_" + name
-    if len(name) > 63:
-        name = name[:54] + "_" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    if identity is None and (name != text or len(name) > 63):
+        identity = text
+    if identity is not None:
+        name = name[:54] + "_" + hashlib.sha256(identity.encode()).hexdigest()[:8]
     return name
 
 
 def runtime_role_name(owner_schema: str) -> str:
     """The NOLOGIN role that holds the runtime privileges of one schema's stores."""
-    return bounded_name(f"{owner_schema}_oam_runtime")
+    return bounded_name(f"{owner_schema.lower()}_oam_runtime")
 
 
 def data_role_name(names: StoreNames, owner_schema: str, policy: DataRolePolicy) -> str:
-    """The data role of ``policy`` on one store."""
-    return bounded_name(f"{owner_schema}_{names.store_key or 'default'}_oam_{policy.name}")
+    """The name a new data role of ``policy`` on one store gets (unique to that triple: the
+    store key and schema may contain ``_`` themselves)."""
+    store = names.store_key or "default"
+    return bounded_name(f"{owner_schema}_{store}_oam_{policy.name}",
+                        identity="\0".join((owner_schema, names.store_key, policy.name)))
+
+
+def installed_data_role(conn: Conn, owner_schema: str, store_key: str,
+                        policy_name: str) -> str | None:
+    """The data role of a policy installed on a store (looked up by store, never by name)."""
+    row = conn.execute(
+        "SELECT role_name FROM oam_sec.data_role WHERE schema_name = %s AND store_key = %s "
+        "AND policy_name = %s", [owner_schema, store_key, policy_name]).fetchone()
+    return None if row is None else str(row[0])
 
 
 def role_exists(conn: Conn, role: str) -> bool:
@@ -134,12 +153,17 @@ def install_policy(conn: Conn, names: StoreNames, owner_schema: str,
                    policy: DataRolePolicy) -> str:
     """Install (or reinstall) one policy on a store; returns its data role name."""
     runtime_role = ensure_runtime_role(conn, owner_schema)
-    role = data_role_name(names, owner_schema, policy)
-    conn.execute(
-        "INSERT INTO oam_sec.data_role (role_name, schema_name, store_key, policy_name) "
-        "VALUES (%s, %s, %s, %s) ON CONFLICT (role_name) DO NOTHING",
-        [role, owner_schema, names.store_key, policy.name],
-    )
+    role = installed_data_role(conn, owner_schema, names.store_key, policy.name)
+    if role is None:
+        role = data_role_name(names, owner_schema, policy)
+        taken = conn.execute("SELECT schema_name, store_key FROM oam_sec.data_role "
+                             "WHERE role_name = %s", [role]).fetchone()
+        if taken is not None:
+            raise ValueError(f"data role {role!r} already belongs to memory store "
+                             f"{taken[1]!r} in schema {taken[0]!r}")
+        conn.execute(
+            "INSERT INTO oam_sec.data_role (role_name, schema_name, store_key, policy_name) "
+            "VALUES (%s, %s, %s, %s)", [role, owner_schema, names.store_key, policy.name])
     target = _target(conn, names, runtime_role, role)
     for statement in render_removal(policy, target) + render_policy(policy, target):
         conn.execute(statement.encode())
@@ -160,11 +184,14 @@ def remove_policy(conn: Conn, names: StoreNames, owner_schema: str, policy: Data
                   remaining: Sequence[DataRolePolicy]) -> None:
     """Drop one policy's RLS policies and data role, then re-grant what the others need."""
     runtime_role = runtime_role_name(owner_schema)
-    role = data_role_name(names, owner_schema, policy)
+    role = installed_data_role(conn, owner_schema, names.store_key, policy.name)
+    if role is None:
+        return
     target = _target(conn, names, runtime_role, role)
     for statement in render_removal(policy, target):
         conn.execute(statement.encode())
-    conn.execute("DELETE FROM oam_sec.data_role WHERE role_name = %s", [role])
+    conn.execute("DELETE FROM oam_sec.data_role WHERE schema_name = %s AND store_key = %s "
+                 "AND policy_name = %s", [owner_schema, names.store_key, policy.name])
     if role_exists(conn, runtime_role):
         tables = [*MANAGED_TABLES]
         for statement in render_revoke_all(tables, target) + render_privileges(list(remaining),

@@ -277,6 +277,10 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
         expires_at timestamptz NOT NULL,
         grants_version bigint NOT NULL,
         PRIMARY KEY (pid, digest))""",
+    # The login that verified the row: a later backend of another login that reuses the pid
+    # must not find it (the application and its login were checked only then).
+    "ALTER TABLE oam_sec.session_cache ADD COLUMN IF NOT EXISTS login text NOT NULL DEFAULT ''",
+    "CREATE INDEX IF NOT EXISTS session_cache_expiry_ix ON oam_sec.session_cache (expires_at)",
     # What the runtime may read of it: the row of its current assertion only (security_barrier:
     # no leaky function of the caller's sees other rows). Earlier users of the same backend
     # stay hidden.
@@ -284,6 +288,7 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
         SELECT digest, username, data_roles, expires_at, grants_version
         FROM oam_sec.session_cache
         WHERE pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
+          AND login OPERATOR(pg_catalog.=) (SESSION_USER)::text
           AND digest OPERATOR(pg_catalog.=) pg_catalog.sha256(pg_catalog.convert_to(
               pg_catalog.current_setting('oam.end_user_assertion', true), 'UTF8'))""",
     f"""CREATE OR REPLACE FUNCTION oam_sec.verify_assertion() RETURNS text
@@ -308,30 +313,36 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
         DELETE FROM oam_sec.session_cache c WHERE c.ctid IN (
             SELECT x.ctid FROM oam_sec.session_cache x
              WHERE x.expires_at <= statement_timestamp()
-            FOR UPDATE SKIP LOCKED);
+             LIMIT 1000 FOR UPDATE SKIP LOCKED);
         IF (SELECT count(*) FROM oam_sec.session_cache c WHERE c.pid = pg_backend_pid())
                 >= {CACHE_LIMIT} THEN
             DELETE FROM oam_sec.session_cache c WHERE c.pid = pg_backend_pid();
         END IF;
         INSERT INTO oam_sec.session_cache
-            (pid, digest, username, data_roles, expires_at, grants_version)
+            (pid, digest, username, data_roles, expires_at, grants_version, login)
         VALUES (pg_backend_pid(), v_digest, v_payload->>'u', oam_sec.granted_roles(v_payload),
-                to_timestamp((v_payload->>'exp')::double precision), v_version);
+                to_timestamp((v_payload->>'exp')::double precision), v_version, session_user);
         RETURN v_payload->>'u';
     END
     $fn$""",
     # Whether this session holds nothing its own SQL made that could stand in for what the SDK
-    # runs as the end user: no prepared statement created by SQL (PREPARE can replace the SDK's
-    # protocol-level statements, which SQL cannot create), no object at all in its temporary
-    # schema (a temp table shadows an unqualified table name, a temp type or domain an
-    # unqualified type such as jsonb, and a domain's CHECK runs any function), and no open
-    # holdable cursor (a WITH HOLD cursor outlives the transaction that declared it; others
-    # end with it, and the apply opens the transaction). Checked before
-    # every assertion is set; every object of a schema depends on it (pg_depend).
+    # runs as the end user, or make it misread results: the settings the SDK reads results
+    # with (UTF8, ISO dates, row security on, a writable transaction); no prepared statement
+    # created by SQL (PREPARE can replace the SDK's protocol-level statements, which SQL
+    # cannot create); no object at all in its temporary schema (a temp table shadows an
+    # unqualified table name, a temp type or domain an unqualified type such as jsonb, and a
+    # domain's CHECK runs any function; every object of a schema depends on it in pg_depend);
+    # and no holdable cursor (a WITH HOLD cursor outlives the transaction that declared it;
+    # others end with it, and the apply opens the transaction). Checked before every
+    # assertion is set.
     """CREATE OR REPLACE FUNCTION oam_sec.session_is_pristine() RETURNS boolean
         LANGUAGE sql VOLATILE SECURITY DEFINER
         SET search_path = pg_catalog, pg_temp AS $fn$
-        SELECT NOT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements s WHERE s.from_sql)
+        SELECT pg_catalog.current_setting('client_encoding') OPERATOR(pg_catalog.=) 'UTF8'
+           AND pg_catalog.current_setting('DateStyle') OPERATOR(pg_catalog.~~) 'ISO,%'
+           AND pg_catalog.current_setting('row_security') OPERATOR(pg_catalog.=) 'on'
+           AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
+           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements s WHERE s.from_sql)
            AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_cursors k WHERE k.is_holdable)
            AND (pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.=) 0 OR NOT EXISTS (
                 SELECT 1 FROM pg_catalog.pg_depend d
