@@ -488,8 +488,8 @@ def test_runtime_login_attributes_and_memberships(dds: Any) -> None:
                              ("bump_grants_version", False), ("bytes_to_numeric", False),
                              ("claims", False), ("end_user", True), ("granted_roles", False),
                              ("has_data_role", True), ("jwt_rs256_claims", False),
-                             ("modexp", False), ("session_is_pristine", False),
-                             ("verified_user", True), ("verify_assertion", False)]
+                             ("modexp", False), ("verified_user", True),
+                             ("verify_assertion", False)]
         readable = conn.execute(
             "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = 'oam_sec' AND c.relkind IN ('r', 'v') "

@@ -14,7 +14,6 @@ from oracleagentmemory.engines.base import SecurityContextError
 
 _APPLY = "SELECT oam_sec.apply_assertion(%s)"
 _APPLY_PARAM = _APPLY.replace("%s", "$1").encode()  # the same statement, for libpq
-_GENERIC_PLANS = b"SET LOCAL plan_cache_mode = force_generic_plan"
 
 
 def _assertion(security: Any) -> str:
@@ -104,11 +103,9 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
 
     libpq's pipeline directly rather than psycopg's ``Connection.pipeline()``, whose bookkeeping
     costs more than the round trip it saves. psycopg then sees the open transaction (it reads
-    the status from libpq) and sends no ``BEGIN`` of its own. The transaction also gets
-    ``plan_cache_mode = force_generic_plan``: under row-level security planning a statement
-    costs several times more (every policy adds
-    its lookups), and the store's statements plan the same for any parameter values (a search's
-    HNSW round, whose plan does depend on them, sets ``auto`` again). Raises the database
+    the status from libpq) and sends no ``BEGIN`` of its own. The apply also gives the
+    transaction ``plan_cache_mode = force_generic_plan`` (a search's HNSW round, whose plan
+    depends on the values, sets ``auto`` again). Raises the database
     error of the first failing statement, with the transaction left open for the caller to roll
     back.
     """
@@ -116,7 +113,6 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
     pgconn.enter_pipeline_mode()
     try:
         pgconn.send_query_params(b"BEGIN", None)
-        pgconn.send_query_params(_GENERIC_PLANS, None)
         # The unnamed statement: parsed anew with each call, so no SQL run earlier on this
         # connection can stand in for it (a named one could be deallocated and replaced).
         pgconn.send_query_params(_APPLY_PARAM, [assertion.encode()])

@@ -58,6 +58,30 @@ _TABLES = ("application", "end_user", "data_role", "data_role_grant", "identity_
            "application_store", "application_idp")
 """Tables whose changes invalidate every recorded verification."""
 
+_PRISTINE_SESSION = """(pg_catalog.current_setting('client_encoding') OPERATOR(pg_catalog.=) 'UTF8'
+           AND pg_catalog.current_setting('DateStyle') OPERATOR(pg_catalog.~~) 'ISO,%'
+           AND pg_catalog.current_setting('row_security') OPERATOR(pg_catalog.=) 'on'
+           AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
+           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements s WHERE s.from_sql)
+           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_cursors k WHERE k.is_holdable)
+           AND (pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.=) 0 OR NOT EXISTS (
+                SELECT 1 FROM pg_catalog.pg_depend d
+                 WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::regclass
+                   AND d.refobjid OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema())))"""
+"""Whether this session holds nothing its own SQL made that could stand in for what the SDK
+runs as the end user, or make it misread results. Checked before every assertion is set:
+
+- the settings the SDK reads results with: UTF8, ISO dates, row security on, a writable
+  transaction;
+- no prepared statement created by SQL (``PREPARE`` can replace the SDK's protocol-level
+  statements, which SQL cannot create);
+- no object at all in its temporary schema (a temp table shadows an unqualified table name, a
+  temp type or domain an unqualified type such as ``jsonb``, and a domain's ``CHECK`` runs any
+  function); every object of a schema depends on it in ``pg_depend``;
+- no holdable cursor (a ``WITH HOLD`` cursor outlives the transaction that declared it; others
+  end with it, and the apply opens the transaction).
+"""
+
 INSTALL_STATEMENTS: tuple[str, ...] = (
     "CREATE SCHEMA IF NOT EXISTS oam_sec",
     "REVOKE ALL ON SCHEMA oam_sec FROM PUBLIC",
@@ -325,38 +349,17 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
         RETURN v_payload->>'u';
     END
     $fn$""",
-    # Whether this session holds nothing its own SQL made that could stand in for what the SDK
-    # runs as the end user, or make it misread results: the settings the SDK reads results
-    # with (UTF8, ISO dates, row security on, a writable transaction); no prepared statement
-    # created by SQL (PREPARE can replace the SDK's protocol-level statements, which SQL
-    # cannot create); no object at all in its temporary schema (a temp table shadows an
-    # unqualified table name, a temp type or domain an unqualified type such as jsonb, and a
-    # domain's CHECK runs any function; every object of a schema depends on it in pg_depend);
-    # and no holdable cursor (a WITH HOLD cursor outlives the transaction that declared it;
-    # others end with it, and the apply opens the transaction). Checked before every
-    # assertion is set.
-    """CREATE OR REPLACE FUNCTION oam_sec.session_is_pristine() RETURNS boolean
-        LANGUAGE sql VOLATILE SECURITY DEFINER
-        SET search_path = pg_catalog, pg_temp AS $fn$
-        SELECT pg_catalog.current_setting('client_encoding') OPERATOR(pg_catalog.=) 'UTF8'
-           AND pg_catalog.current_setting('DateStyle') OPERATOR(pg_catalog.~~) 'ISO,%'
-           AND pg_catalog.current_setting('row_security') OPERATOR(pg_catalog.=) 'on'
-           AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
-           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements s WHERE s.from_sql)
-           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_cursors k WHERE k.is_holdable)
-           AND (pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.=) 0 OR NOT EXISTS (
-                SELECT 1 FROM pg_catalog.pg_depend d
-                 WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::regclass
-                   AND d.refobjid OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()))
-    $fn$""",
     # Sets the assertion for this transaction; returns the user it verifies as (NULL if none).
     # An assertion this backend already verified is found in one lookup; only a new one is
     # verified in full (verify_assertion). A session whose SQL could redirect the statements
-    # that run as the end user gets no assertion at all (session_is_pristine).
+    # that run as the end user gets no assertion at all (_PRISTINE_SESSION). The transaction
+    # also gets generic plans: under row-level security planning costs several times more
+    # (every policy adds its lookups), and the store's statements plan alike for any values.
     f"""CREATE OR REPLACE FUNCTION oam_sec.apply_assertion(assertion text) RETURNS text
         LANGUAGE sql VOLATILE SECURITY DEFINER
         SET search_path = pg_catalog, pg_temp AS $fn$
-        SELECT set_config('oam.end_user_assertion', CASE WHEN oam_sec.session_is_pristine()
+        SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
+        SELECT set_config('oam.end_user_assertion', CASE WHEN {_PRISTINE_SESSION}
             THEN coalesce(assertion, '') ELSE '' END, true);
         SELECT CASE WHEN current_setting('oam.end_user_assertion') = '' THEN NULL ELSE coalesce(
             (SELECT c.username FROM oam_sec.session_end_user c WHERE {_CURRENT_VERIFICATION}),
@@ -388,7 +391,7 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
     "GRANT EXECUTE ON FUNCTION oam_sec.verified_user(text) TO PUBLIC",
     "REVOKE ALL ON FUNCTION oam_sec.bump_grants_version() FROM PUBLIC",
     "REVOKE ALL ON FUNCTION oam_sec.verify_assertion() FROM PUBLIC",
-    "REVOKE ALL ON FUNCTION oam_sec.session_is_pristine() FROM PUBLIC",
+    "DROP FUNCTION IF EXISTS oam_sec.session_is_pristine()",  # inlined since
     "GRANT SELECT ON oam_sec.grants_version TO PUBLIC",
     "GRANT SELECT ON oam_sec.session_end_user TO PUBLIC",
 )
