@@ -36,20 +36,18 @@ CACHE_LIMIT = 256
 MAX_LIFETIME_SECONDS = 900
 """The database refuses an assertion whose expiry lies further ahead than this."""
 
-_CURRENT_VERIFICATION = """c.digest OPERATOR(pg_catalog.=) pg_catalog.sha256(pg_catalog.convert_to(
-                   pg_catalog.current_setting('oam.end_user_assertion', true), 'UTF8'))
-           AND pg_catalog.current_setting('transaction_isolation')
+_CURRENT_VERIFICATION = """pg_catalog.current_setting('transaction_isolation')
                OPERATOR(pg_catalog.=) 'read committed'
            AND c.expires_at OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp()
            AND c.grants_version OPERATOR(pg_catalog.=)
                (SELECT v.version FROM oam_sec.grants_version v)"""
-"""The row of ``oam_sec.session_end_user`` (alias ``c``) that verified the current assertion:
-its digest, unexpired at the statement's start (not the transaction's: an assertion stops
-working mid-transaction), and no grant changed since. Only under READ COMMITTED: a
-REPEATABLE READ or SERIALIZABLE snapshot would keep showing grants, users and keys as they
-were when the transaction began, so a revoke would never reach it. Schema-qualified
-throughout, so no
-search_path can redirect it."""
+"""The row of ``oam_sec.session_end_user`` (alias ``c``; the view holds only the current
+assertion's row, it compares the digest) that verified the current assertion: unexpired at
+the statement's start (not the transaction's: an assertion stops working mid-transaction),
+and no grant changed since. Only under READ COMMITTED: a REPEATABLE READ or SERIALIZABLE
+snapshot would keep showing grants, users and keys as they were when the transaction began,
+so a revoke would never reach it. Schema-qualified throughout, so no search_path can
+redirect it."""
 
 TOKEN_LEEWAY_SECONDS = 30
 """Clock skew allowed on an identity-provider token's ``exp``, ``nbf`` and ``iat``."""
