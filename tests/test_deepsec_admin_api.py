@@ -2,8 +2,8 @@
 
 The store belongs to ``oam_test_owner``; policies are installed and granted by the policy
 administrator ``oam_test_secadmin``; the end users reach rows through the runtime login
-``oam_test_rt``. The embedded server trusts local connections, so any role connects without a
-password: what these tests check is what each role's privileges let it do.
+``oam_test_rt``, each logging in with the tests' password (``url_as``): what these tests check
+is what each role's privileges let it do.
 """
 
 from __future__ import annotations

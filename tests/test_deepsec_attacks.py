@@ -1,8 +1,8 @@
 """Deep Data Security under attack: what the runtime login and end users can never do.
 
 Every attack runs against the real embedded server. Raw SQL attacks connect as the runtime login
-``oam_test_rt`` (the embedded server trusts local connections, so no password is needed: what is
-tested is the privileges, not authentication) and set the assertion setting by hand, exactly as a
+``oam_test_rt`` (with the tests' password, through ``url_as``: what is tested is the privileges,
+not authentication) and set the assertion setting by hand, exactly as a
 compromised gateway could. Store-API attacks use a ``NO_CHECK`` store inside another user's
 context. Each negative test has a positive control in the same file showing that the same
 statement succeeds with a valid context, so a test cannot pass because the statement is broken.

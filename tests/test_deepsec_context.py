@@ -3,8 +3,8 @@
 The scope is a ``contextvars`` scope: it follows awaited calls and thread offloads, stays local to
 the task that entered it, and ends at exit (work that outlives it fails closed). A NO_CHECK store
 needs it for every operation; every other schema policy refuses it. Everything runs on the
-embedded server as the identities of tests/dds.py (the server trusts local connections, so no
-password is needed: the privileges are what is tested).
+embedded server as the identities of tests/dds.py (they log in with the tests' password through
+``url_as``: the privileges are what is tested).
 """
 
 from __future__ import annotations

@@ -1076,3 +1076,15 @@ def test_an_invalid_memory_can_still_be_a_source(abc: OracleDBMemoryStore) -> No
     abc.add_relations(["a", "b"], "memory", ["b", "c"], "memory", "supersedes")
     assert [status(abc, i) for i in "abc"] == [RecordStatus.VALID, RecordStatus.INVALID,
                                                RecordStatus.INVALID]
+
+
+def test_a_relation_endpoint_shared_by_two_users_ids_is_refused(store: OracleDBMemoryStore) -> None:
+    store.add(["alice's"], "memory", record_ids="same", user_ids="alice")
+    store.add(["bob's"], "memory", record_ids="same", user_ids="bob")
+    store.add(["alice's other"], "memory", record_ids="other", user_ids="alice")
+    with pytest.raises(ValueError, match="memories of several users have the id 'same'"):
+        store.add_relations("other", "memory", "same", "memory", "supports")
+    store.delete("memory", "same")  # positive control: with one owner left, it relates
+    store.add(["alice's again"], "memory", record_ids="same", user_ids="alice")
+    assert store.add_relations("other", "memory", "same", "memory", "supports",
+                               relation_ids="r") == ["r"]

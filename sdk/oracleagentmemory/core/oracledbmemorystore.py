@@ -576,6 +576,12 @@ class OracleDBMemoryStore(OracleMemoryStore):
                             f"{side}_record_ids[{n}]: no {record_type} record {record_id!r} "
                             "exists in this store"
                         )
+                    if len({owner for _, owner in found if owner is not None}) > 1:
+                        raise ValueError(
+                            f"{side}_record_ids[{n}]: memories of several users have the id "
+                            f"{record_id!r} (ids are unique per user); relate them inside "
+                            "that user's end-user context"
+                        )
                     owners.append(found[0][1])
                 row.user_id = _link_owner(owners, n)
             try:

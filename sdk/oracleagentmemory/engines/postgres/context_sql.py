@@ -37,7 +37,7 @@ def _check_seen(row: tuple[Any, ...] | None, security: Any,
     """Fail unless the database verified ``security``'s user; a refused connection is closed.
 
     The database also refuses every assertion on a session whose own SQL left objects that
-    could stand in for the SDK's statements (``oam_sec.session_is_pristine``): such a
+    could stand in for the SDK's statements (``security_schema._PRISTINE_SESSION``): such a
     connection must not serve anyone again.
     """
     seen = row[0] if row else None
