@@ -38,8 +38,8 @@ from oracleagentmemory.core.deepsec import (
     OracleMemoryEndUserSecurityContext,
     create_end_user_security_context,
 )
-from oracleagentmemory.engines.base import SecurityContextError
 from oracleagentmemory.engines.postgres import deepsec_admin
+from oracleagentmemory.errors import SecurityContextError
 
 _ids = itertools.count(1)
 _SECRET_ENV = ("OAM_ADMIN_URL", "OAM_RUNTIME_PASSWORD")

@@ -38,9 +38,9 @@ from oracleagentmemory.core.deepsec import (
     grant_agent_memory_policies,
     revoke_agent_memory_policies,
 )
-from oracleagentmemory.engines.base import SecurityContextError
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, store_names
 from oracleagentmemory.engines.postgres import deepsec_admin
+from oracleagentmemory.errors import SecurityContextError
 from psycopg import errors, sql
 from psycopg.pq import TransactionStatus
 

@@ -28,7 +28,7 @@ from oracleagentmemory.core.deepsec import (
     create_end_user_security_context,
     get_end_user_username,
 )
-from oracleagentmemory.engines.base import SecurityContextError
+from oracleagentmemory.errors import SecurityContextError
 from psycopg_pool import ConnectionPool
 
 NEEDS_CONTEXT = "needs an active OracleMemoryEndUserSecurityContext for every operation"

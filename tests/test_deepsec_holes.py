@@ -42,11 +42,11 @@ from oracleagentmemory.core.deepsec import (
     grant_agent_memory_policies,
 )
 from oracleagentmemory.devissuer import DevIssuer
-from oracleagentmemory.engines.base import SecurityContextError
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, store_names
 from oracleagentmemory.engines.postgres import deepsec_admin
 from oracleagentmemory.engines.postgres.assertion import ApplicationCredential
 from oracleagentmemory.engines.postgres.security_schema import MAX_LIFETIME_SECONDS
+from oracleagentmemory.errors import SecurityContextError
 from psycopg import errors, sql
 from psycopg_pool import ConnectionPool
 from test_deepsec_attacks import APPLY, SET_BY_HAND, Seeded, seed

@@ -1,11 +1,11 @@
 """Core implementations: the DB-backed store, schema policies, search and retention settings."""
 
-from oracleagentmemory.core._schema import MemoryStoreSchemaError
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
+from oracleagentmemory.errors import MemoryStoreSchemaError
 
 __all__ = [
     "MemoryRetentionConfig",

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
-from oracleagentmemory.core.deepsec.context import EndUserContextError
 from oracleagentmemory.engines.base import (
     Engine,
     EngineSession,
@@ -16,6 +15,7 @@ from oracleagentmemory.engines.base import (
     SchemaState,
 )
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
+from oracleagentmemory.errors import EndUserContextError, MemoryStoreSchemaError
 
 _log = logging.getLogger(__name__)
 
@@ -23,8 +23,6 @@ MAX_INDEXED_VECTOR_DIM = 2000
 """Largest dimension an HNSW index on ``vector`` supports (pgvector)."""
 
 
-class MemoryStoreSchemaError(RuntimeError):
-    """The managed schema is missing, incomplete, outdated or does not match the request."""
 
 
 @dataclass

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from oracleagentmemory.apis.records import MEMORY_TYPES, PROFILE_TYPES
-from oracleagentmemory.core._metadata_filter import parse_metadata_filter
 from oracleagentmemory.core._validation import check_bool, check_id, to_vector
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.engines.base import UNSET, SearchHit, SearchPlan
+from oracleagentmemory.filtertree import parse_metadata_filter
 
 SEARCHABLE_RECORD_TYPES: frozenset[str] = MEMORY_TYPES | PROFILE_TYPES | {"message"}
 DEFAULT_SEARCH_RECORD_TYPES: tuple[str, ...] = (

@@ -13,7 +13,6 @@ from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, PendingRecordBatc
 from oracleagentmemory.apis.records import PROFILE_TYPES, RECORD_TYPES, MessageRecord, Record
 from oracleagentmemory.apis.relations import LIFECYCLE_RELATION_TYPES, RecordRelation
 from oracleagentmemory.core._graph import expand_results
-from oracleagentmemory.core._metadata_filter import parse_metadata_filter
 from oracleagentmemory.core._records import record_from_row
 from oracleagentmemory.core._relations import (
     plan_add_relations,
@@ -21,7 +20,7 @@ from oracleagentmemory.core._relations import (
     relation_from_row,
     resolve_change_labels,
 )
-from oracleagentmemory.core._schema import MemoryStoreSchemaError, SchemaRequest, open_schema
+from oracleagentmemory.core._schema import SchemaRequest, open_schema
 from oracleagentmemory.core._search import (
     SearchArguments,
     base_plan,
@@ -39,14 +38,12 @@ from oracleagentmemory.core._writeplan import Chunker, WriteSettings, check_reco
 from oracleagentmemory.core.chunking import DEFAULT_CHUNKER
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy, parse_schema_policy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy, parse_enum
-from oracleagentmemory.core.deepsec.context import EndUserContextError, active_security_context
+from oracleagentmemory.core.deepsec.context import active_security_context
 from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.engines import make_engine
 from oracleagentmemory.engines.base import (
     UNSET,
-    DuplicateRecordError,
-    DuplicateRelationError,
     EngineSession,
     MessageQuery,
     RecordQuery,
@@ -60,6 +57,13 @@ from oracleagentmemory.engines.identifiers import (
     validate_schema_owner,
     validate_table_name_prefix,
 )
+from oracleagentmemory.errors import (
+    DuplicateRecordError,
+    DuplicateRelationError,
+    EndUserContextError,
+    MemoryStoreSchemaError,
+)
+from oracleagentmemory.filtertree import parse_metadata_filter
 
 DEFAULT_BATCH_SIZE = 256
 
@@ -318,10 +322,8 @@ class OracleDBMemoryStore(OracleMemoryStore):
             with self._session() as session:
                 session.insert_rows(self._names, plans, batch_size)
         except DuplicateRecordError as exc:
-            raise ValueError(
-                f"record_ids: a record with id {exc.record_id!r} already exists"
-                if exc.record_id else "record_ids: a record with one of these ids already exists"
-            ) from None
+            raise DuplicateRecordError(exc.message, argument=exc.argument,
+                                       record_id=exc.record_id) from None
 
     def add_user(self, user_id: Any = NOT_SET_MARKER, information: Any = NOT_SET_MARKER,
                  metadata: Any = NOT_SET_MARKER) -> str:
@@ -587,15 +589,17 @@ class OracleDBMemoryStore(OracleMemoryStore):
             try:
                 session.insert_relations(self._names, rows)
             except DuplicateRelationError as exc:
-                if exc.relation_id is not None:
-                    position = [r.id for r in rows].index(exc.relation_id)
-                    raise ValueError(
-                        f"relation_ids[{position}]: a relation with id {exc.relation_id!r} "
-                        "already exists"
+                if exc.record_id is not None:
+                    position = [r.id for r in rows].index(exc.record_id)
+                    raise DuplicateRelationError(
+                        f"relation_ids[{position}]: a relation with id {exc.record_id!r} "
+                        "already exists", argument=f"relation_ids[{position}]",
+                        record_id=exc.record_id,
                     ) from None
-                raise ValueError(
+                raise DuplicateRelationError(
                     "source_record_ids: a relation between these records already exists "
-                    f"(only one orientation per endpoint pair is stored): {exc.detail}"
+                    f"(only one orientation per endpoint pair is stored): {exc.message}",
+                    argument="source_record_ids",
                 ) from None
             session.recompute_status(self._names, [
                 r.target_id for r in rows if r.relation_type in LIFECYCLE_RELATION_TYPES])

@@ -16,8 +16,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oracleagentmemory.core._metadata_filter import And
 from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.errors import (  # noqa: F401  (re-exported for engines)
+    DuplicateRecordError,
+    DuplicateRelationError,
+    SecurityContextError,
+)
+from oracleagentmemory.filtertree import And
 
 Vector = npt.NDArray[np.float32]
 
@@ -204,30 +209,6 @@ class RelationChange:
     opposite_relation_type: Any = UNSET
     event_ts: Any = UNSET
     metadata: Any = UNSET
-
-
-class SecurityContextError(RuntimeError):
-    """An end-user context could not be applied, verified or cleared on a connection."""
-
-
-class DuplicateRelationError(Exception):
-    """A relation between the same two records, or with the same id, already exists.
-
-    ``relation_id`` is set when the clash is on the relation id rather than the endpoint pair.
-    """
-
-    def __init__(self, detail: str, relation_id: str | None = None) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.relation_id = relation_id
-
-
-class DuplicateRecordError(Exception):
-    """An insert hit an existing record id (raised by engines, translated by the core)."""
-
-    def __init__(self, record_id: str | None) -> None:
-        super().__init__(record_id)
-        self.record_id = record_id
 
 
 class EngineSession(ABC):

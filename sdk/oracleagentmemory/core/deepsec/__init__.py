@@ -12,10 +12,7 @@ from oracleagentmemory.core.deepsec.admin import (
     remove_deep_data_security_policies,
     revoke_agent_memory_policies,
 )
-from oracleagentmemory.core.deepsec.context import (
-    EndUserContextError,
-    OracleMemoryEndUserSecurityContext,
-)
+from oracleagentmemory.core.deepsec.context import OracleMemoryEndUserSecurityContext
 from oracleagentmemory.core.deepsec.policies import (
     DeepDataSecurityPolicy,
     GlobalMemoriesDeepDataSecurityPolicy,
@@ -25,6 +22,7 @@ from oracleagentmemory.engines.postgres.assertion import (
     IdentityProviderUser,
     create_end_user_security_context,
 )
+from oracleagentmemory.errors import EndUserContextError
 
 __all__ = [
     "DeepDataSecurityPolicy",

@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 
 from oracleagentmemory.core._validation import check_required_id
-from oracleagentmemory.core.deepsec.context import EndUserContextError, has_active_security_context
+from oracleagentmemory.core.deepsec.context import has_active_security_context
 from oracleagentmemory.core.deepsec.policies import POLICY_BY_NAME, DeepDataSecurityPolicy
 from oracleagentmemory.engines.identifiers import (
     StoreNames,
@@ -23,6 +23,7 @@ from oracleagentmemory.engines.identifiers import (
     validate_schema_owner,
 )
 from oracleagentmemory.engines.postgres import deepsec_admin as sql_admin
+from oracleagentmemory.errors import EndUserContextError
 
 
 class Principal:

@@ -8,9 +8,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-
-class EndUserContextError(RuntimeError):
-    """An end-user security context is missing, expired, or not what the database sees."""
+from oracleagentmemory.errors import EndUserContextError
 
 
 @dataclass

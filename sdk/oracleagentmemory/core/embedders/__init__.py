@@ -1,9 +1,7 @@
 """Embedders: a local baseline and an HTTP client for OpenAI-compatible services."""
 
 from oracleagentmemory.core.embedders.hashing import HashingEmbedder
-from oracleagentmemory.core.embedders.openai_compatible import (
-    EmbeddingServiceError,
-    OpenAICompatibleEmbedder,
-)
+from oracleagentmemory.core.embedders.openai_compatible import OpenAICompatibleEmbedder
+from oracleagentmemory.errors import EmbeddingServiceError
 
 __all__ = ["EmbeddingServiceError", "HashingEmbedder", "OpenAICompatibleEmbedder"]

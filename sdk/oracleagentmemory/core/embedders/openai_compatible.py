@@ -12,10 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oracleagentmemory.apis.embedders import IEmbedder
-
-
-class EmbeddingServiceError(RuntimeError):
-    """The embedding service failed or answered with something unusable."""
+from oracleagentmemory.errors import EmbeddingServiceError
 
 
 class OpenAICompatibleEmbedder(IEmbedder):

@@ -10,7 +10,7 @@ import psycopg
 from psycopg import generators, pq
 from psycopg.pq import TransactionStatus
 
-from oracleagentmemory.engines.base import SecurityContextError
+from oracleagentmemory.errors import SecurityContextError
 
 _APPLY = "SELECT oam_sec.apply_assertion(%s)"
 _APPLY_PARAM = _APPLY.replace("%s", "$1").encode()  # the same statement, for libpq

@@ -9,8 +9,8 @@ from typing import Any
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from oracleagentmemory.core._metadata_filter import And, ArrayContains, Exact, FilterExpr, Not
 from oracleagentmemory.engines.base import UNSET
+from oracleagentmemory.filtertree import And, ArrayContains, Exact, FilterExpr, Not
 
 
 def scope_predicates(scope: Iterable[tuple[str, Any]], alias: str | None = None

@@ -10,16 +10,11 @@ from psycopg import errors, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from oracleagentmemory.engines.base import (
-    UNSET,
-    DuplicateRelationError,
-    RelationChange,
-    RelationQuery,
-    RelationRow,
-)
+from oracleagentmemory.engines.base import UNSET, RelationChange, RelationQuery, RelationRow
 from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.filters import metadata_predicates
+from oracleagentmemory.errors import DuplicateRelationError
 
 LIFECYCLE_TYPES = ["supersedes", "refines", "duplicates"]
 """Relation types that make their target INVALID while they exist."""
@@ -64,7 +59,7 @@ def insert_relations(conn: psycopg.Connection[Any], names: StoreNames,
         if (exc.diag.constraint_name or "").endswith("_owner_id_uq"):
             clashing_id = next((r.id for r in rows if detail.endswith(
                 f", {r.id}) already exists.")), None)
-        raise DuplicateRelationError(detail, clashing_id) from exc
+        raise DuplicateRelationError(detail, record_id=clashing_id) from exc
 
 
 def select_relations(conn: psycopg.Connection[Any], names: StoreNames,

@@ -17,7 +17,6 @@ from psycopg.types.json import Jsonb
 from oracleagentmemory.engines.base import (
     UNSET,
     ChunkRow,
-    DuplicateRecordError,
     EngineSession,
     MessageQuery,
     RecordQuery,
@@ -40,6 +39,7 @@ from oracleagentmemory.engines.postgres.filters import (
     render_filter,
     scope_predicates,
 )
+from oracleagentmemory.errors import DuplicateRecordError
 
 if TYPE_CHECKING:
     from oracleagentmemory.engines.postgres.engine import PostgresEngine
@@ -286,7 +286,11 @@ class PostgresSession(EngineSession):
                     self._write_rows(names, "record_chunks", chunk_columns, chunk_values,
                                      batch_size, bulk)
         except errors.UniqueViolation as exc:
-            raise DuplicateRecordError(_duplicate_key(exc)) from exc
+            key = _duplicate_key(exc)
+            raise DuplicateRecordError(
+                f"record_ids: a record with id {key!r} already exists" if key
+                else "record_ids: a record with one of these ids already exists",
+                argument="record_ids", record_id=key) from exc
 
     @staticmethod
     def _has_embeddings(rows: Sequence[RowPlan]) -> bool:

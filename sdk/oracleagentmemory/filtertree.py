@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from oracleagentmemory.errors import InvalidArgumentError
+
 OPERATORS = frozenset({"$array_contains", "$array_contains_any", "$not"})
 MAX_FILTER_DEPTH = 16
 
@@ -58,7 +60,7 @@ def parse_metadata_filter(metadata_filter: object, argument: str = "metadata_fil
     Raises ``ValueError`` naming the offending key when the filter is malformed.
     """
     if not isinstance(metadata_filter, Mapping):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{argument} must be a dict or None, got {type(metadata_filter).__name__}"
         )
     return _parse_object(metadata_filter, (), argument)
@@ -66,13 +68,13 @@ def parse_metadata_filter(metadata_filter: object, argument: str = "metadata_fil
 
 def _parse_object(mapping: Mapping[Any, Any], path: tuple[str, ...], argument: str) -> And:
     if len(path) > MAX_FILTER_DEPTH:
-        raise ValueError(f"{argument}: nesting deeper than {MAX_FILTER_DEPTH} levels")
+        raise InvalidArgumentError(f"{argument}: nesting deeper than {MAX_FILTER_DEPTH} levels")
     parts: list[FilterExpr] = []
     for key, value in mapping.items():
         if not isinstance(key, str) or not key:
-            raise ValueError(f"{argument}: keys must be non-empty strings, got {key!r}")
+            raise InvalidArgumentError(f"{argument}: keys must be non-empty strings, got {key!r}")
         if key.startswith("$"):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{argument}: operator {key!r} must be used inside a field, "
                 f"as in {{'field': {{{key!r}: ...}}}}"
             )
@@ -87,7 +89,7 @@ def _parse_field(path: tuple[str, ...], value: Any, argument: str) -> FilterExpr
         operator_keys = [k for k in keys if isinstance(k, str) and k.startswith("$")]
         if operator_keys:
             if len(operator_keys) != len(keys):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"{argument}: key {name!r} mixes operators and plain fields; "
                     "use one operator per field mapping"
                 )
@@ -99,7 +101,7 @@ def _parse_field(path: tuple[str, ...], value: Any, argument: str) -> FilterExpr
 def _parse_operator(path: tuple[str, ...], op: str, operand: Any, argument: str) -> FilterExpr:
     name = ".".join(path)
     if op not in OPERATORS:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{argument}: unknown operator {op!r} on key {name!r}; "
             f"supported: {', '.join(sorted(OPERATORS))}"
         )
@@ -108,13 +110,14 @@ def _parse_operator(path: tuple[str, ...], op: str, operand: Any, argument: str)
     if op == "$array_contains":
         if isinstance(operand, (list, tuple)):
             if not operand:
-                raise ValueError(f"{argument}: $array_contains on key {name!r} needs values")
+                raise InvalidArgumentError(
+                    f"{argument}: $array_contains on key {name!r} needs values")
             values = tuple(_check_json_value(v, name, argument) for v in operand)
         else:
             values = (_check_json_value(operand, name, argument),)
         return ArrayContains(path, values, any_of=False)
     if not isinstance(operand, (list, tuple)) or not operand:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{argument}: $array_contains_any on key {name!r} needs a non-empty list"
         )
     values = tuple(_check_json_value(v, name, argument) for v in operand)
@@ -126,7 +129,7 @@ def _check_json_value(value: Any, name: str, argument: str) -> Any:
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{argument}: key {name!r} has a non-finite number")
+            raise InvalidArgumentError(f"{argument}: key {name!r} has a non-finite number")
         return value
     if isinstance(value, (list, tuple)):
         return [_check_json_value(v, name, argument) for v in value]
@@ -134,10 +137,10 @@ def _check_json_value(value: Any, name: str, argument: str) -> Any:
         out: dict[str, Any] = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                raise ValueError(f"{argument}: key {name!r} holds a non-string key {k!r}")
+                raise InvalidArgumentError(f"{argument}: key {name!r} holds a non-string key {k!r}")
             out[k] = _check_json_value(v, name, argument)
         return out
-    raise ValueError(
+    raise InvalidArgumentError(
         f"{argument}: key {name!r} has a value of type {type(value).__name__}, "
         "which is not JSON"
     )
