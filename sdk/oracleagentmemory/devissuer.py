@@ -23,6 +23,8 @@ from typing import Any
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
+from oracleagentmemory.errors import InvalidArgumentError
+
 _KEY_FILE = "signing-key.json"
 _CONFIG_FILE = "issuer.json"
 
@@ -38,7 +40,7 @@ class DevIssuer:
     def create(cls, directory: str | Path, issuer: str, key_bits: int = 2048) -> DevIssuer:
         """Make a new key in ``directory`` (private key file mode 0600); refuses to overwrite."""
         if not issuer:
-            raise ValueError("issuer must be a non-empty str")
+            raise InvalidArgumentError("issuer must be a non-empty str")
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
         if (path / _KEY_FILE).exists():

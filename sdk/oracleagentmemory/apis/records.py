@@ -9,6 +9,7 @@ from typing import Any
 
 from oracleagentmemory.apis.message import MessageContent
 from oracleagentmemory.apis.relations import RecordRelation
+from oracleagentmemory.errors import InvalidArgumentError
 
 MetadataValue = dict[str, Any] | None
 
@@ -145,5 +146,5 @@ def build_record(record_type: str, **fields: Any) -> Record:
     try:
         cls = RECORD_CLASS_BY_TYPE[record_type]
     except KeyError:
-        raise ValueError(f"record_type: unknown record type {record_type!r}") from None
+        raise InvalidArgumentError(f"record_type: unknown record type {record_type!r}") from None
     return cls(record_type=record_type, **fields)

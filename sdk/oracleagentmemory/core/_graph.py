@@ -10,6 +10,7 @@ from oracleagentmemory.core._records import record_from_row
 from oracleagentmemory.core._relations import relation_from_row
 from oracleagentmemory.engines.base import EngineSession, SearchPlan
 from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.errors import OperationTimeoutError
 
 GRAPH_EXPANSION_TIMEOUT_SECONDS = 5.0
 """Wall-clock bound of one search's graph expansion; past it, ``search`` raises TimeoutError."""
@@ -71,4 +72,4 @@ def expand_results(session: EngineSession, names: StoreNames, roots: list[Record
 
 def _check_deadline(deadline: float, timeout: float) -> None:
     if time.monotonic() > deadline:
-        raise TimeoutError(f"graph expansion took longer than {timeout:g} seconds")
+        raise OperationTimeoutError(f"graph expansion took longer than {timeout:g} seconds")

@@ -17,6 +17,7 @@ from oracleagentmemory.core._validation import (
 )
 from oracleagentmemory.core._writeplan import check_metadata
 from oracleagentmemory.engines.base import UNSET, RelationChange, RelationRow
+from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 
 def _count(value: object, argument: str) -> int:
@@ -24,17 +25,18 @@ def _count(value: object, argument: str) -> int:
         return 1
     if isinstance(value, (list, tuple)):
         if not value:
-            raise ValueError(f"{argument} must not be empty")
+            raise InvalidArgumentError(f"{argument} must not be empty")
         return len(value)
-    raise TypeError(f"{argument} must be a str or a list of str, got {type(value).__name__}")
+    raise InvalidArgumentTypeError(
+        f"{argument} must be a str or a list of str, got {type(value).__name__}")
 
 
 def check_endpoint_type(value: object, argument: str) -> str:
     """A memory-like record type (relations link memories only)."""
     if not isinstance(value, str):
-        raise TypeError(f"{argument} must be a str, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(f"{argument} must be a str, got {type(value).__name__}")
     if value not in MEMORY_TYPES:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{argument}: relations link memory-like records ({', '.join(sorted(MEMORY_TYPES))}), "
             f"not {value!r}"
         )
@@ -53,7 +55,7 @@ def opposite_for(relation_type: str, opposite: object, argument: str) -> str:
         return fixed if fixed is not None else relation_type
     label = check_relation_type(opposite, argument)
     if fixed is not None and label != fixed:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{argument}: the built-in relation type {relation_type!r} always has the reverse "
             f"label {fixed!r}, got {label!r}"
         )
@@ -97,10 +99,11 @@ def plan_add_relations(source_record_ids: object, source_record_types: object,
         source = check_required_id(sources[n], f"source_record_ids[{n}]")
         target = check_required_id(targets[n], f"target_record_ids[{n}]")
         if source == target:
-            raise ValueError(f"target_record_ids[{n}]: a relation cannot link {source!r} to itself")
+            raise InvalidArgumentError(
+                f"target_record_ids[{n}]: a relation cannot link {source!r} to itself")
         pair = frozenset((source, target))
         if pair in pairs:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"source_record_ids[{n}]: {source!r} and {target!r} are already related in this "
                 "batch; only one orientation per endpoint pair is stored"
             )
@@ -108,7 +111,7 @@ def plan_add_relations(source_record_ids: object, source_record_types: object,
         relation_type = check_relation_type(types[n], f"relation_types[{n}]")
         relation_id = check_id(ids[n], f"relation_ids[{n}]", allow_none=True) or str(uuid.uuid4())
         if relation_id in seen_ids:
-            raise ValueError(f"relation_ids[{n}]: duplicate relation id {relation_id!r}")
+            raise InvalidArgumentError(f"relation_ids[{n}]: duplicate relation id {relation_id!r}")
         seen_ids.add(relation_id)
         rows.append(RelationRow(
             id=relation_id,
@@ -137,7 +140,7 @@ def plan_update_relations(relation_ids: object, relation_types: object,
     metas = broadcast(metadata, count, "metadata")
     if all(v is NOT_SET_MARKER for v in (relation_types, opposite_relation_types, timestamps,
                                          metadata)):
-        raise ValueError("update_relations needs at least one of relation_types, "
+        raise InvalidArgumentError("update_relations needs at least one of relation_types, "
                          "opposite_relation_types, timestamps, metadata")
     changes: list[RelationChange] = []
     for n in range(count):
@@ -162,7 +165,7 @@ def resolve_change_labels(change: RelationChange, stored_type: str, n: int) -> N
     if fixed is None:
         return
     if change.opposite_relation_type is not UNSET and change.opposite_relation_type != fixed:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"opposite_relation_types[{n}]: the built-in relation type {new_type!r} always has "
             f"the reverse label {fixed!r}"
         )

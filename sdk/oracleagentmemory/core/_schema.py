@@ -15,7 +15,11 @@ from oracleagentmemory.engines.base import (
     SchemaState,
 )
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
-from oracleagentmemory.errors import EndUserContextError, MemoryStoreSchemaError
+from oracleagentmemory.errors import (
+    EndUserContextError,
+    InvalidArgumentError,
+    MemoryStoreSchemaError,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -106,7 +110,7 @@ def _options(request: SchemaRequest, registry: RegistryRow | None) -> SchemaOpti
         registry.vector_dim if registry.vector_dim is not None else request.vector_dim
     )
     if vector_dim is not None and vector_dim > MAX_INDEXED_VECTOR_DIM:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"vector_dim={vector_dim} exceeds {MAX_INDEXED_VECTOR_DIM}, the largest dimension "
             "the vector index supports"
         )

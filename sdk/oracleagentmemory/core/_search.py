@@ -10,6 +10,7 @@ from oracleagentmemory.apis.records import MEMORY_TYPES, PROFILE_TYPES
 from oracleagentmemory.core._validation import check_bool, check_id, to_vector
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.engines.base import UNSET, SearchHit, SearchPlan
+from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 from oracleagentmemory.filtertree import parse_metadata_filter
 
 SEARCHABLE_RECORD_TYPES: frozenset[str] = MEMORY_TYPES | PROFILE_TYPES | {"message"}
@@ -44,31 +45,32 @@ def check_search_arguments(
 ) -> SearchArguments:
     """Check every argument rule; raises ``ValueError``/``TypeError`` naming the argument."""
     if (query is None) == (query_vector is None):
-        raise ValueError("pass exactly one of query and query_vector")
+        raise InvalidArgumentError("pass exactly one of query and query_vector")
     text: str | None = None
     vector = None
     if query is not None:
         if not isinstance(query, str):
-            raise TypeError(f"query must be a str, got {type(query).__name__}")
+            raise InvalidArgumentTypeError(f"query must be a str, got {type(query).__name__}")
         if not query.strip():
-            raise ValueError("query must contain at least one non-whitespace character")
+            raise InvalidArgumentError("query must contain at least one non-whitespace character")
         text = query
     else:
         if strategy is SearchStrategy.KEYWORD:
-            raise ValueError("query_vector is not accepted by keyword search; pass query")
+            raise InvalidArgumentError("query_vector is not accepted by keyword search; pass query")
         vector = to_vector(query_vector, "query_vector")
         if not vector.any():
-            raise ValueError("query_vector must not be the zero vector: its cosine distance to "
+            raise InvalidArgumentError(
+                "query_vector must not be the zero vector: its cosine distance to "
                              "any record is undefined")
         if vector_dim is not None and vector.size != vector_dim:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"query_vector has dimension {vector.size} but the store's vector_dim is "
                 f"{vector_dim}"
             )
     if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be an int, got {type(k).__name__}")
+        raise InvalidArgumentTypeError(f"k must be an int, got {type(k).__name__}")
     if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
+        raise InvalidArgumentError(f"k must be at least 1, got {k}")
     scope: dict[str, Any] = {}
     for column, value, exact, flag in (
         ("thread_id", thread_id, exact_thread_match, "exact_thread_match"),
@@ -81,27 +83,30 @@ def check_search_arguments(
         types = DEFAULT_SEARCH_RECORD_TYPES
     else:
         if isinstance(record_types, str) or not isinstance(record_types, Iterable):
-            raise TypeError("record_types must be a set of record type names or None")
+            raise InvalidArgumentTypeError(
+                "record_types must be a set of record type names or None")
         chosen = list(record_types)
         if not chosen:
-            raise ValueError("record_types must not be empty; pass None for the default types")
+            raise InvalidArgumentError(
+                "record_types must not be empty; pass None for the default types")
         unknown = sorted(str(t) for t in chosen if t not in SEARCHABLE_RECORD_TYPES)
         if unknown:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"record_types: {', '.join(unknown)} cannot be searched; searchable types are "
                 f"{', '.join(sorted(SEARCHABLE_RECORD_TYPES))}"
             )
         types = tuple(t for t in DEFAULT_SEARCH_RECORD_TYPES if t in chosen)
     parsed_filter = None if metadata_filter is None else parse_metadata_filter(metadata_filter)
     if isinstance(num_hops, bool) or not isinstance(num_hops, int):
-        raise TypeError(f"num_hops must be an int, got {type(num_hops).__name__}")
+        raise InvalidArgumentTypeError(f"num_hops must be an int, got {type(num_hops).__name__}")
     if not 0 <= num_hops <= MAX_NUM_HOPS:
-        raise ValueError(f"num_hops must be between 0 and {MAX_NUM_HOPS}, got {num_hops}")
+        raise InvalidArgumentError(f"num_hops must be between 0 and {MAX_NUM_HOPS}, got {num_hops}")
     if isinstance(max_linked_results, bool) or not isinstance(max_linked_results, int):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"max_linked_results must be an int, got {type(max_linked_results).__name__}")
     if max_linked_results < 0:
-        raise ValueError(f"max_linked_results must be at least 0, got {max_linked_results}")
+        raise InvalidArgumentError(
+            f"max_linked_results must be at least 0, got {max_linked_results}")
     return SearchArguments(
         query=text, query_vector=vector, k=k, scope=scope, record_types=types,
         metadata_filter=parsed_filter,

@@ -25,6 +25,7 @@ from oracleagentmemory.core._writeplan import (
 )
 from oracleagentmemory.core.retention import resolve_ttl_days
 from oracleagentmemory.engines.base import UNSET, ChunkRow, UpdatePlan, Vector
+from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 UPDATE_ARGUMENTS = ("content", "index_text", "embedding", "metadata", "timestamp", "ttl_days",
                     "ttl_anchor", "status")
@@ -47,7 +48,7 @@ def plan_update(settings: WriteSettings, record_type: str, record_id: str,
     """Validate ``update`` arguments (``text`` already folded into ``content``)."""
     given = {k: v for k, v in arguments.items() if v is not NOT_SET_MARKER}
     if not given:
-        raise ValueError(
+        raise InvalidArgumentError(
             "update needs at least one of: " + ", ".join(UPDATE_ARGUMENTS)
         )
     pending = PendingUpdate(UpdatePlan(record_type=record_type, record_id=record_id))
@@ -58,11 +59,11 @@ def plan_update(settings: WriteSettings, record_type: str, record_id: str,
         plan.metadata = check_metadata(given["metadata"], "metadata")
     if "timestamp" in given:
         if record_type in PROFILE_TYPES:
-            raise ValueError(f"timestamp: {record_type} records have no event timestamp")
+            raise InvalidArgumentError(f"timestamp: {record_type} records have no event timestamp")
         plan.event_ts = parse_timestamp(given["timestamp"], "timestamp")
     if "status" in given:
         if record_type not in STATUS_TYPES:
-            raise ValueError(f"status: {record_type} records have no lifecycle status")
+            raise InvalidArgumentError(f"status: {record_type} records have no lifecycle status")
         plan.status = check_status(given["status"], "status")
     if "ttl_days" in given or "ttl_anchor" in given:
         _ttl(settings, pending, given)
@@ -78,16 +79,17 @@ def _content(plan: UpdatePlan, given: dict[str, Any]) -> str | None:
     value = given["content"]
     record_type = plan.record_type
     if record_type == "thread":
-        raise ValueError("content: thread records have no content")
+        raise InvalidArgumentError("content: thread records have no content")
     if value is None:
         if record_type == "message":
-            raise ValueError("content=None is not allowed for message records; pass '' to clear")
+            raise InvalidArgumentError(
+                "content=None is not allowed for message records; pass '' to clear")
         if record_type in PROFILE_TYPES:
-            raise ValueError(f"content=None is not supported for {record_type} records")
+            raise InvalidArgumentError(f"content=None is not supported for {record_type} records")
         if record_type in MEMORY_TYPES:
             for other in ("index_text", "embedding"):
                 if given.get(other) is not None and not _is_empty_payload(given[other]):
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         f"content=None clears the stored text and retrieval rows, so it cannot "
                         f"be combined with a non-None {other}"
                     )
@@ -102,7 +104,7 @@ def _content(plan: UpdatePlan, given: dict[str, Any]) -> str | None:
         plan.content = (text, parts)
         return text
     if not isinstance(value, str):
-        raise TypeError(f"content must be a str or None for {record_type} records")
+        raise InvalidArgumentTypeError(f"content must be a str or None for {record_type} records")
     plan.content = value
     return value
 
@@ -117,14 +119,15 @@ def _retrieval(settings: WriteSettings, pending: PendingUpdate, given: dict[str,
     if plan.record_type not in SEARCHABLE_TYPES:
         for argument in ("index_text", "embedding"):
             if argument in given:
-                raise ValueError(f"{argument}: {plan.record_type} records are not searchable")
+                raise InvalidArgumentError(
+                    f"{argument}: {plan.record_type} records are not searchable")
         return
     if plan.chunks is not UNSET:  # content=None already cleared the rows
         return
     has_embedding = "embedding" in given
     payload = given.get("embedding")
     if has_embedding and payload is not None and settings.vector_dim is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             "embedding: this store has no local vector storage (vector_dim is None); "
             "pass index_text instead"
         )
@@ -134,7 +137,7 @@ def _retrieval(settings: WriteSettings, pending: PendingUpdate, given: dict[str,
         index_text = given["index_text"]
         if index_text is None:
             if has_embedding and payload is not None and not _is_empty_payload(payload):
-                raise ValueError(
+                raise InvalidArgumentError(
                     "index_text=None clears the retrieval rows, so explicit non-empty "
                     "embedding vectors are not allowed in the same call"
                 )
@@ -145,7 +148,7 @@ def _retrieval(settings: WriteSettings, pending: PendingUpdate, given: dict[str,
         elif isinstance(index_text, (list, tuple)):
             chunks = check_chunk_list(index_text, "index_text")
         else:
-            raise TypeError("index_text must be a str, a list of str or None")
+            raise InvalidArgumentTypeError("index_text must be a str, a list of str or None")
     elif "content" in given:
         retrieval_text = text or ""
     text_changes = retrieval_text is not None or chunks is not None
@@ -171,7 +174,8 @@ def _retrieval(settings: WriteSettings, pending: PendingUpdate, given: dict[str,
     elif isinstance(payload, (list, tuple)) or hasattr(payload, "ndim"):
         vectors = [to_vector(v, f"embedding[{j}]") for j, v in enumerate(payload)]
     else:
-        raise TypeError("embedding must be a vector, a list of chunk vectors or None")
+        raise InvalidArgumentTypeError(
+            "embedding must be a vector, a list of chunk vectors or None")
     pending.dims.update(v.size for v in vectors if v is not None)
     _check_dims(settings, pending.dims)
     pending.existing_row_vectors = vectors
@@ -179,10 +183,11 @@ def _retrieval(settings: WriteSettings, pending: PendingUpdate, given: dict[str,
 
 def _check_dims(settings: WriteSettings, dims: set[int]) -> None:
     if len(dims) > 1:
-        raise ValueError(f"embedding: vectors must share one dimension, got {sorted(dims)}")
+        raise InvalidArgumentError(
+            f"embedding: vectors must share one dimension, got {sorted(dims)}")
     wrong = [d for d in dims if d != settings.vector_dim]
     if wrong:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"embedding: vectors have dimension {wrong[0]} but the store's vector_dim is "
             f"{settings.vector_dim}"
         )
@@ -191,7 +196,7 @@ def _check_dims(settings: WriteSettings, dims: set[int]) -> None:
 def _ttl(settings: WriteSettings, pending: PendingUpdate, given: dict[str, Any]) -> None:
     plan = pending.plan
     if plan.record_type not in EXPIRING_TYPES:
-        raise ValueError(f"ttl_days/ttl_anchor: {plan.record_type} records do not expire")
+        raise InvalidArgumentError(f"ttl_days/ttl_anchor: {plan.record_type} records do not expire")
     ttl = resolve_ttl_days(given.get("ttl_days", NOT_SET_MARKER), settings.default_ttl_days,
                            settings.max_ttl_days)
     plan.ttl_days = ttl
@@ -200,7 +205,7 @@ def _ttl(settings: WriteSettings, pending: PendingUpdate, given: dict[str, Any])
         if plan.event_ts is UNSET:
             pending.needs_stored_event_ts = True
         elif plan.event_ts is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "ttl_anchor=TimeToLiveAnchor.TIMESTAMP needs a timestamp, but timestamp=None "
                 "clears it"
             )

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
+from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 MAX_ID_LENGTH = 128
 
@@ -21,11 +22,12 @@ def check_id(value: object, argument: str, *, allow_none: bool = False) -> str |
         return None
     if not isinstance(value, str):
         expected = "a str or None" if allow_none else "a str"
-        raise TypeError(f"{argument} must be {expected}, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(f"{argument} must be {expected}, got {type(value).__name__}")
     if not value.strip():
-        raise ValueError(f"{argument} must not be empty or blank")
+        raise InvalidArgumentError(f"{argument} must not be empty or blank")
     if len(value) > MAX_ID_LENGTH:
-        raise ValueError(f"{argument} must be at most {MAX_ID_LENGTH} characters, got {len(value)}")
+        raise InvalidArgumentError(
+            f"{argument} must be at most {MAX_ID_LENGTH} characters, got {len(value)}")
     return value
 
 
@@ -43,7 +45,7 @@ def broadcast(value: Any, count: int, argument: str) -> list[Any]:
     """
     if isinstance(value, (list, tuple)):
         if len(value) != count:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{argument} has {len(value)} entries but there are {count} records; "
                 "pass one value for all records or one per record"
             )
@@ -56,9 +58,10 @@ def check_limit(value: object, argument: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{argument} must be an int or None, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(
+            f"{argument} must be an int or None, got {type(value).__name__}")
     if value < 1:
-        raise ValueError(f"{argument} must be at least 1, got {value}")
+        raise InvalidArgumentError(f"{argument} must be at least 1, got {value}")
     return value
 
 
@@ -67,9 +70,10 @@ def check_seq_no(value: object, argument: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{argument} must be an int or None, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(
+            f"{argument} must be an int or None, got {type(value).__name__}")
     if value < 0:
-        raise ValueError(f"{argument} must be at least 0, got {value}")
+        raise InvalidArgumentError(f"{argument} must be at least 0, got {value}")
     return value
 
 
@@ -86,12 +90,13 @@ def parse_timestamp(value: object, argument: str) -> datetime | None:
         try:
             parsed = datetime.fromisoformat(text)
         except ValueError:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{argument} must be an ISO-8601 timestamp such as "
                 f"'2026-01-01T12:00:00+00:00', got {value!r}"
             ) from None
     else:
-        raise TypeError(f"{argument} must be an ISO-8601 str or None, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(
+            f"{argument} must be an ISO-8601 str or None, got {type(value).__name__}")
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
     return parsed
@@ -107,15 +112,15 @@ def format_timestamp(value: datetime | None) -> str | None:
 def to_vector(value: object, argument: str) -> npt.NDArray[np.float32]:
     """A non-empty, one-dimensional, finite vector as ``float32``."""
     if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError(f"{argument} must be a list of floats or a numpy array")
+        raise InvalidArgumentTypeError(f"{argument} must be a list of floats or a numpy array")
     try:
         array = np.asarray(value, dtype=np.float32)
     except (TypeError, ValueError):
-        raise ValueError(f"{argument} must contain only numbers") from None
+        raise InvalidArgumentError(f"{argument} must contain only numbers") from None
     if array.ndim != 1 or array.size == 0:
-        raise ValueError(f"{argument} must be a non-empty one-dimensional vector")
+        raise InvalidArgumentError(f"{argument} must be a non-empty one-dimensional vector")
     if not np.all(np.isfinite(array)):
-        raise ValueError(f"{argument} must contain only finite values")
+        raise InvalidArgumentError(f"{argument} must contain only finite values")
     return array
 
 
@@ -133,14 +138,14 @@ def is_single_vector(value: object) -> bool:
 def check_bool(value: object, argument: str) -> bool:
     """A real ``bool``."""
     if not isinstance(value, bool):
-        raise TypeError(f"{argument} must be a bool, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(f"{argument} must be a bool, got {type(value).__name__}")
     return value
 
 
 def check_finite_number(value: float, argument: str) -> float:
     """A finite float."""
     if not math.isfinite(value):
-        raise ValueError(f"{argument} must be finite")
+        raise InvalidArgumentError(f"{argument} must be finite")
     return value
 
 

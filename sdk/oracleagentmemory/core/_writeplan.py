@@ -29,6 +29,7 @@ from oracleagentmemory.core._validation import (
 from oracleagentmemory.core.dbsearch import parse_enum
 from oracleagentmemory.core.retention import resolve_ttl_days
 from oracleagentmemory.engines.base import ChunkRow, RowPlan, Vector
+from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 SEARCHABLE_TYPES = MEMORY_TYPES | PROFILE_TYPES | {"message"}
 """Types that get retrieval rows."""
@@ -55,9 +56,10 @@ class WriteSettings:
 def check_record_type(record_type: object, allowed: frozenset[str] = RECORD_TYPES) -> str:
     """A supported record type."""
     if not isinstance(record_type, str):
-        raise TypeError(f"record_type must be a str, got {type(record_type).__name__}")
+        raise InvalidArgumentTypeError(
+            f"record_type must be a str, got {type(record_type).__name__}")
     if record_type not in allowed:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"record_type {record_type!r} is not supported; use one of {', '.join(sorted(allowed))}"
         )
     return record_type
@@ -68,14 +70,15 @@ def check_metadata(value: object, argument: str) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise TypeError(f"{argument} must be a dict or None, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(
+            f"{argument} must be a dict or None, got {type(value).__name__}")
     for key in value:
         if not isinstance(key, str):
-            raise ValueError(f"{argument} keys must be strings, got {key!r}")
+            raise InvalidArgumentError(f"{argument} keys must be strings, got {key!r}")
     try:
         result: dict[str, Any] = json.loads(json.dumps(dict(value), allow_nan=False))
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{argument} must be JSON-serialisable: {exc}") from None
+        raise InvalidArgumentError(f"{argument} must be JSON-serialisable: {exc}") from None
     return result
 
 
@@ -100,16 +103,17 @@ def message_content(value: object, argument: str) -> tuple[str, list[dict[str, A
         texts: list[str] = []
         for n, part in enumerate(value):
             if not isinstance(part, MessageContent):
-                raise TypeError(f"{argument}[{n}] must be a MessageContent part")
+                raise InvalidArgumentTypeError(f"{argument}[{n}] must be a MessageContent part")
             if not isinstance(part, TextContent):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"{argument}[{n}]: image parts are not supported by this store yet"
                 )
             parts.append({"type": "text", "id": part.id, "timestamp": part.timestamp,
                           "text": part.text})
             texts.append(part.text)
         return "\n".join(texts), parts
-    raise TypeError(f"{argument} must be a str or a sequence of MessageContent parts")
+    raise InvalidArgumentTypeError(
+        f"{argument} must be a str or a sequence of MessageContent parts")
 
 
 def summary_content(value: object, argument: str) -> dict[str, object] | None:
@@ -120,7 +124,8 @@ def summary_content(value: object, argument: str) -> dict[str, object] | None:
         return {"text": value}
     if isinstance(value, Mapping):
         return check_metadata(value, argument)
-    raise TypeError(f"{argument} must be a mapping, a str or None for thread summaries")
+    raise InvalidArgumentTypeError(
+        f"{argument} must be a mapping, a str or None for thread summaries")
 
 
 def plan_add(settings: WriteSettings, contents: object, record_type: object,
@@ -128,7 +133,7 @@ def plan_add(settings: WriteSettings, contents: object, record_type: object,
     """Validate ``add`` arguments and return one insert plan per record."""
     record_type = check_record_type(record_type)
     if isinstance(contents, (str, bytes, Mapping)) or not isinstance(contents, Sequence):
-        raise TypeError("contents must be a list with one payload per record")
+        raise InvalidArgumentTypeError("contents must be a list with one payload per record")
     count = len(contents)
     if count == 0:
         return []
@@ -153,7 +158,7 @@ def plan_add(settings: WriteSettings, contents: object, record_type: object,
     embeddings = _aligned(get("embeddings", NOT_SET_MARKER), count, "embeddings")
 
     if record_type == "thread" and any(t is not None for t in thread_ids):
-        raise ValueError("thread_ids must not be set for record_type 'thread'; "
+        raise InvalidArgumentError("thread_ids must not be set for record_type 'thread'; "
                          "use record_ids for the thread identifiers")
     plans: list[RowPlan] = []
     explicit_dims: set[int] = set()
@@ -178,7 +183,7 @@ def plan_add(settings: WriteSettings, contents: object, record_type: object,
                                       n, explicit_dims)
         plans.append(plan)
     if len(explicit_dims) > 1:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"embeddings: all vectors of one add() must have the same dimension, got "
             f"{sorted(explicit_dims)}"
         )
@@ -197,7 +202,7 @@ def embed_missing_vectors(settings: WriteSettings, chunks: list[ChunkRow]) -> No
         return
     vectors = np.asarray(settings.embedder.embed([c.text or "" for c in todo]), dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape != (len(todo), settings.vector_dim):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"the embedder returned vectors of shape {vectors.shape}; the store expects "
             f"({len(todo)}, {settings.vector_dim})"
         )
@@ -209,13 +214,13 @@ def _check_store_dimension(settings: WriteSettings, dims: set[int], argument: st
     if not dims:
         return
     if settings.vector_dim is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{argument}: this store has no local vector storage (vector_dim is None); "
             "pass index_texts instead, or open the store with vector_dim"
         )
     wrong = sorted(d for d in dims if d != settings.vector_dim)
     if wrong:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{argument}: vectors have dimension {wrong[0]} but the store's vector_dim is "
             f"{settings.vector_dim}"
         )
@@ -226,20 +231,21 @@ def _record_ids(value: object, count: int, record_type: str) -> list[str]:
         raw: list[Any] = [None] * count
     elif isinstance(value, str):
         if count != 1:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"record_ids is a single string but there are {count} records; pass a list"
             )
         raw = [value]
     else:
         raw = broadcast(value, count, "record_ids") if isinstance(value, (list, tuple)) else []
         if not raw:
-            raise TypeError(f"record_ids must be a str, None or a list, got {type(value).__name__}")
+            raise InvalidArgumentTypeError(
+                f"record_ids must be a str, None or a list, got {type(value).__name__}")
     ids: list[str] = []
     for n, item in enumerate(raw):
         checked = check_id(item, f"record_ids[{n}]", allow_none=True)
         if checked is None:
             if record_type in PROFILE_TYPES:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"record_ids[{n}]: {record_type} records need the actor id as record id"
                 )
             checked = str(uuid.uuid4())
@@ -247,7 +253,8 @@ def _record_ids(value: object, count: int, record_type: str) -> list[str]:
     seen: set[str] = set()
     for n, record_id in enumerate(ids):
         if record_id in seen:
-            raise ValueError(f"record_ids[{n}]: duplicate record id {record_id!r} in one call")
+            raise InvalidArgumentError(
+                f"record_ids[{n}]: duplicate record id {record_id!r} in one call")
         seen.add(record_id)
     return ids
 
@@ -266,28 +273,30 @@ def _aligned(value: object, count: int, argument: str) -> list[Any]:
     if value is NOT_SET_MARKER or value is None:
         return [NOT_SET_MARKER] * count
     if not isinstance(value, (list, tuple)):
-        raise TypeError(f"{argument} must be a list with one entry per record")
+        raise InvalidArgumentTypeError(f"{argument} must be a list with one entry per record")
     if len(value) != count:
-        raise ValueError(f"{argument} has {len(value)} entries but there are {count} records")
+        raise InvalidArgumentError(
+            f"{argument} has {len(value)} entries but there are {count} records")
     return list(value)
 
 
 def _set_status(plan: RowPlan, status: str, n: int) -> None:
     if status != RecordStatus.VALID.value and plan.record_type not in STATUS_TYPES:
-        raise ValueError(f"statuses[{n}]: {plan.record_type} records have no lifecycle status")
+        raise InvalidArgumentError(
+            f"statuses[{n}]: {plan.record_type} records have no lifecycle status")
     plan.status = status
 
 
 def _set_ttl(plan: RowPlan, settings: WriteSettings, ttl: object, anchor_ts: bool, n: int) -> None:
     if plan.record_type not in EXPIRING_TYPES:
         if ttl is not NOT_SET_MARKER and ttl is not None:
-            raise ValueError(f"ttl_days[{n}]: {plan.record_type} records do not expire")
+            raise InvalidArgumentError(f"ttl_days[{n}]: {plan.record_type} records do not expire")
         return
     plan.ttl_days = resolve_ttl_days(ttl, settings.default_ttl_days,  # type: ignore[arg-type]
                                      settings.max_ttl_days, f"ttl_days[{n}]")
     plan.anchor_is_timestamp = anchor_ts
     if anchor_ts and plan.ttl_days is not None and plan.event_ts is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"timestamps[{n}]: ttl_anchor=TimeToLiveAnchor.TIMESTAMP needs a concrete ISO-8601 "
             "timestamp for every record"
         )
@@ -305,7 +314,7 @@ def _set_content(plan: RowPlan, value: object, n: int) -> str | None:
     record_type = plan.record_type
     if record_type == "thread":
         if value not in (None, ""):
-            raise ValueError(f"{argument}: thread records have no content; pass None")
+            raise InvalidArgumentError(f"{argument}: thread records have no content; pass None")
         return None
     if record_type == "thread_summary":
         plan.content = summary_content(value, argument)
@@ -316,9 +325,10 @@ def _set_content(plan: RowPlan, value: object, n: int) -> str | None:
         plan.content = (text, parts)
         return text
     if value is not None and not isinstance(value, str):
-        raise TypeError(f"{argument} must be a str or None for {record_type} records")
+        raise InvalidArgumentTypeError(
+            f"{argument} must be a str or None for {record_type} records")
     if value is None and record_type in PROFILE_TYPES:
-        raise ValueError(f"{argument}: {record_type} records need text content")
+        raise InvalidArgumentError(f"{argument}: {record_type} records need text content")
     plan.content = value
     return value
 
@@ -337,9 +347,10 @@ def check_chunk_list(value: Sequence[object], argument: str) -> list[str]:
     chunks: list[str] = []
     for j, chunk in enumerate(value):
         if not isinstance(chunk, str):
-            raise TypeError(f"{argument}[{j}] must be a str")
+            raise InvalidArgumentTypeError(f"{argument}[{j}] must be a str")
         if not chunk.strip():
-            raise ValueError(f"{argument}[{j}]: caller-owned chunks must be non-empty strings")
+            raise InvalidArgumentError(
+                f"{argument}[{j}]: caller-owned chunks must be non-empty strings")
         chunks.append(chunk)
     return chunks
 
@@ -360,29 +371,29 @@ def pair_vectors(settings: WriteSettings, text: str | None, chunks: list[str] | 
             return [ChunkRow(chunks[0], vector)]
         if not chunks:
             return [ChunkRow(None, vector)]
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{argument}: one vector was given but {index_argument} has {len(chunks)} chunks; "
             "pass one vector per chunk"
         )
     if isinstance(payload, (str, bytes)) or not isinstance(payload, (Sequence, np.ndarray)):
-        raise TypeError(f"{argument} must be a vector or a list of chunk vectors")
+        raise InvalidArgumentTypeError(f"{argument} must be a vector or a list of chunk vectors")
     vectors: list[Vector] = [to_vector(v, f"{argument}[{j}]") for j, v in enumerate(payload)]
     dims.update(v.size for v in vectors)
     has_text = bool(chunks) if chunks is not None else bool(text)
     if not vectors:
         if has_text:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{argument}: an empty vector payload is allowed only when the record has no "
                 "retrieval text"
             )
         return []
     if chunks is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{argument}: {len(vectors)} chunk vectors need {index_argument} as a list of "
             "caller-owned chunks (one per vector)"
         )
     if len(chunks) != len(vectors):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{argument}: {len(vectors)} vectors but {index_argument} has {len(chunks)} chunks; "
             "counts must match"
         )
@@ -395,9 +406,10 @@ def _retrieval_rows(settings: WriteSettings, record_type: str, text: str | None,
     argument = f"embeddings[{n}]"
     if record_type not in SEARCHABLE_TYPES:
         if index_text is not NOT_SET_MARKER and index_text is not None:
-            raise ValueError(f"{index_argument}: {record_type} records are not searchable")
+            raise InvalidArgumentError(
+                f"{index_argument}: {record_type} records are not searchable")
         if payload is not NOT_SET_MARKER and payload is not None:
-            raise ValueError(f"{argument}: {record_type} records are not searchable")
+            raise InvalidArgumentError(f"{argument}: {record_type} records are not searchable")
         return []
     chunks: list[str] | None = None
     if index_text is NOT_SET_MARKER or index_text is None:
@@ -408,7 +420,7 @@ def _retrieval_rows(settings: WriteSettings, record_type: str, text: str | None,
         retrieval_text = ""
         chunks = check_chunk_list(index_text, index_argument)
     else:
-        raise TypeError(f"{index_argument} must be a str, a list of str or None")
+        raise InvalidArgumentTypeError(f"{index_argument} must be a str, a list of str or None")
     if payload is NOT_SET_MARKER or payload is None:
         pieces = chunks if chunks is not None else retrieval_chunks(settings, retrieval_text)
         return [ChunkRow(p, None) for p in pieces]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from oracleagentmemory.errors import InvalidArgumentError
+
 _TOKEN = re.compile(r"\S+")
 _SPACE = re.compile(r"\s")
 _NON_SPACE = re.compile(r"\S")
@@ -34,13 +36,13 @@ class TextChunker:
 
     def __post_init__(self) -> None:
         if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
-            raise ValueError(f"size must be a positive int, got {self.size!r}")
+            raise InvalidArgumentError(f"size must be a positive int, got {self.size!r}")
         if isinstance(self.overlap, bool) or not isinstance(self.overlap, int) or not (
             0 <= self.overlap < self.size
         ):
-            raise ValueError(f"overlap must be an int in [0, size), got {self.overlap!r}")
+            raise InvalidArgumentError(f"overlap must be an int in [0, size), got {self.overlap!r}")
         if self.unit not in ("chars", "tokens"):
-            raise ValueError(f"unit must be 'chars' or 'tokens', got {self.unit!r}")
+            raise InvalidArgumentError(f"unit must be 'chars' or 'tokens', got {self.unit!r}")
 
     def __call__(self, text: str) -> list[str]:
         """Chunks of ``text`` in order; empty text gives no chunk."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from oracleagentmemory.errors import InvalidArgumentError
+
 
 class SchemaPolicy(str, Enum):
     """How the store opens or prepares its managed schema."""
@@ -31,4 +33,5 @@ def parse_schema_policy(value: object) -> SchemaPolicy:
         except ValueError:
             pass
     allowed = ", ".join(repr(p.value) for p in SchemaPolicy)
-    raise ValueError(f"schema_policy must be a SchemaPolicy or one of {allowed}; got {value!r}")
+    raise InvalidArgumentError(
+        f"schema_policy must be a SchemaPolicy or one of {allowed}; got {value!r}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import TypeVar
 
+from oracleagentmemory.errors import InvalidArgumentError
+
 E = TypeVar("E", bound=Enum)
 
 
@@ -39,6 +41,6 @@ def parse_enum(enum_type: type[E], value: object, argument: str) -> E:
             if member.value == value.lower() or member.name == value.upper():
                 return member
     allowed = ", ".join(repr(m.value) for m in enum_type)
-    raise ValueError(
+    raise InvalidArgumentError(
         f"{argument} must be a {enum_type.__name__} or one of {allowed}; got {value!r}"
     )

@@ -61,6 +61,8 @@ from oracleagentmemory.errors import (
     DuplicateRecordError,
     DuplicateRelationError,
     EndUserContextError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     MemoryStoreSchemaError,
 )
 from oracleagentmemory.filtertree import parse_metadata_filter
@@ -97,7 +99,8 @@ class OracleDBMemoryStore(OracleMemoryStore):
         chunker: Chunker | None = DEFAULT_CHUNKER,
     ) -> None:
         if embedder is not None and not isinstance(embedder, IEmbedder):
-            raise TypeError(f"embedder must be an IEmbedder or None, got {type(embedder).__name__}")
+            raise InvalidArgumentTypeError(
+                f"embedder must be an IEmbedder or None, got {type(embedder).__name__}")
         policy = parse_schema_policy(schema_policy)
         store_id = None if memory_store_id is NOT_SET_MARKER else validate_memory_store_id(
             memory_store_id)
@@ -110,13 +113,14 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 stacklevel=2,
             )
             if store_id is not None:
-                raise ValueError("pass either memory_store_id or table_name_prefix, not both")
+                raise InvalidArgumentError(
+                    "pass either memory_store_id or table_name_prefix, not both")
             prefix = validate_table_name_prefix(table_name_prefix)
         owner = None if schema_owner is NOT_SET_MARKER else validate_schema_owner(schema_owner)
         if owner is not None and policy not in (
             SchemaPolicy.REQUIRE_EXISTING, SchemaPolicy.NO_CHECK
         ):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "schema_owner gives runtime access to an existing store only: use "
                 "SchemaPolicy.REQUIRE_EXISTING or SchemaPolicy.NO_CHECK, and create, upgrade or "
                 f"recreate the store as its owner without schema_owner (got {policy.value})"
@@ -126,15 +130,17 @@ class OracleDBMemoryStore(OracleMemoryStore):
         sync = SearchIndexSyncMode.ON_COMMIT if search_index_sync is NOT_SET_MARKER else parse_enum(
             SearchIndexSyncMode, search_index_sync, "search_index_sync")
         if sync is SearchIndexSyncMode.AUTO and strategy is not SearchStrategy.HYBRID:
-            raise ValueError("search_index_sync=SearchIndexSyncMode.AUTO is supported only with "
+            raise InvalidArgumentError(
+                "search_index_sync=SearchIndexSyncMode.AUTO is supported only with "
                              "SearchStrategy.HYBRID")
         dim_given = isinstance(vector_dim, int) and not isinstance(vector_dim, bool)
         if dim_given:
             assert isinstance(vector_dim, int)
             if vector_dim < 1:
-                raise ValueError(f"vector_dim must be a positive integer, got {vector_dim}")
+                raise InvalidArgumentError(
+                    f"vector_dim must be a positive integer, got {vector_dim}")
             if embedder is not None and embedder.embedding_dimension != vector_dim:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"vector_dim={vector_dim} does not match the embedder's dimension "
                     f"{embedder.embedding_dimension}"
                 )
@@ -143,13 +149,15 @@ class OracleDBMemoryStore(OracleMemoryStore):
             wants_vectors = strategy in (None, SearchStrategy.VECTOR, SearchStrategy.HYBRID)
             requested_dim = embedder.embedding_dimension if embedder and wants_vectors else None
         else:
-            raise TypeError(f"vector_dim must be an int or None, got {type(vector_dim).__name__}")
+            raise InvalidArgumentTypeError(
+                f"vector_dim must be an int or None, got {type(vector_dim).__name__}")
         if memory_retention_config is NOT_SET_MARKER:
             retention = None
         elif isinstance(memory_retention_config, MemoryRetentionConfig):
             retention = memory_retention_config.resolved()
         else:
-            raise TypeError("memory_retention_config must be a MemoryRetentionConfig")
+            raise InvalidArgumentTypeError(
+                "memory_retention_config must be a MemoryRetentionConfig")
 
         context = active_security_context()
         if policy is SchemaPolicy.NO_CHECK and context is None:
@@ -165,7 +173,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         self._embedder = embedder
         self._policy = policy
         if chunker is not None and not callable(chunker):
-            raise TypeError("chunker must be a TextChunker, a callable or None")
+            raise InvalidArgumentTypeError("chunker must be a TextChunker, a callable or None")
         self._chunker: Chunker | None = chunker
         self._engine = make_engine(pool)
         self._names = store_names(memory_store_id=store_id, table_name_prefix=prefix,
@@ -301,15 +309,15 @@ class OracleDBMemoryStore(OracleMemoryStore):
         """Add caller-prepared batches in one transaction; returns ids in batch and row order."""
         batch_size = _batch_size(store_kwargs)
         if not isinstance(batches, (builtins.list, tuple)):
-            raise TypeError("batches must be a list of PendingRecordBatch")
+            raise InvalidArgumentTypeError("batches must be a list of PendingRecordBatch")
         settings = self._settings()
         plans: builtins.list[RowPlan] = []
         for n, batch in enumerate(batches):
             if not isinstance(batch, PendingRecordBatch):
-                raise TypeError(f"batches[{n}] must be a PendingRecordBatch")
+                raise InvalidArgumentTypeError(f"batches[{n}] must be a PendingRecordBatch")
             arguments = batch.add_arguments()
             if "contents" not in arguments or "record_type" not in arguments:
-                raise ValueError(f"batches[{n}]: contents and record_type are required")
+                raise InvalidArgumentError(f"batches[{n}]: contents and record_type are required")
             plans.extend(plan_add(settings, arguments.pop("contents"),
                                   arguments.pop("record_type"), **arguments))
         _reject_duplicates(plans)
@@ -339,10 +347,10 @@ class OracleDBMemoryStore(OracleMemoryStore):
         if actor_id is NOT_SET_MARKER and record_type == "user_profile":
             actor_id = self._default_user_id()
         if actor_id is NOT_SET_MARKER:
-            raise ValueError(f"{argument} is required")
+            raise InvalidArgumentError(f"{argument} is required")
         check_required_id(actor_id, argument)
         if information is NOT_SET_MARKER or not isinstance(information, str):
-            raise TypeError("information must be a str")
+            raise InvalidArgumentTypeError("information must be a str")
         ids = self.add([information], record_type, record_ids=[actor_id],
                        metadata=None if metadata is NOT_SET_MARKER else metadata)
         return ids[0]
@@ -362,7 +370,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
             warnings.warn("update(text=...) is deprecated since 26.8.0 and will be removed in "
                           "27.1; use content=...", DeprecationWarning, stacklevel=2)
             if content is not NOT_SET_MARKER:
-                raise ValueError("pass either content or the deprecated text, not both")
+                raise InvalidArgumentError("pass either content or the deprecated text, not both")
             content = text
         pending = plan_update(
             self._settings(), record_type, record_id, content=content, index_text=index_text,
@@ -376,7 +384,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
             if pending.needs_stored_event_ts:
                 stored = session.select_event_ts(self._names, record_type, record_id)
                 if stored is None:
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         "ttl_anchor=TimeToLiveAnchor.TIMESTAMP needs an event timestamp; the "
                         "record has none, so pass timestamp in the same call"
                     )
@@ -390,7 +398,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
 
                     plan.chunks = [ChunkRow(None, vectors[0])]
                 elif len(vectors) != existing:
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         f"embedding: {len(vectors)} vectors were given but the record has "
                         f"{existing} retrieval rows; an embedding-only update needs one vector "
                         "per existing row"
@@ -443,7 +451,8 @@ class OracleDBMemoryStore(OracleMemoryStore):
         record_type = check_record_type(record_type)
         effective_limit = MAX_LIST_LIMIT if limit is NOT_SET_MARKER else check_limit(limit, "limit")
         if record_type == "thread" and thread_id is not NOT_SET_MARKER:
-            raise ValueError("thread_id must not be set when listing threads; use record_id")
+            raise InvalidArgumentError(
+                "thread_id must not be set when listing threads; use record_id")
         query = RecordQuery(record_type=record_type, limit=effective_limit)
         if record_type not in PROFILE_TYPES:
             for argument, value in (("thread_id", thread_id), ("user_id", user_id),
@@ -529,7 +538,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         """One engine plan per query chunk (one plan for a query vector or a short query)."""
         needs_vectors = strategy is not SearchStrategy.KEYWORD
         if needs_vectors and self._registry.vector_dim is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{strategy.value} search needs local vector storage, which this store does not "
                 "have; use SearchStrategy.KEYWORD or create the store with vector_dim"
             )
@@ -542,7 +551,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         vectors: builtins.list[Any] = [None] * len(texts)
         if needs_vectors:
             if self._embedder is None:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"{strategy.value} search needs an embedder to embed query; pass "
                     "query_vector or open the store with an embedder"
                 )
@@ -574,12 +583,12 @@ class OracleDBMemoryStore(OracleMemoryStore):
                                                      ("target", row.target_id, row.target_type)):
                     found = stored.get(record_id, [])
                     if not found or found[0][0] != record_type:
-                        raise ValueError(
+                        raise InvalidArgumentError(
                             f"{side}_record_ids[{n}]: no {record_type} record {record_id!r} "
                             "exists in this store"
                         )
                     if len({owner for _, owner in found if owner is not None}) > 1:
-                        raise ValueError(
+                        raise InvalidArgumentError(
                             f"{side}_record_ids[{n}]: memories of several users have the id "
                             f"{record_id!r} (ids are unique per user); relate them inside "
                             "that user's end-user context"
@@ -620,7 +629,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         given = [name for name, value in endpoint.items() if value is not NOT_SET_MARKER]
         if relation_id is not NOT_SET_MARKER:
             if given:
-                raise ValueError(
+                raise InvalidArgumentError(
                     "get_relation takes relation_id alone or the complete endpoint tuple, not "
                     f"both (also got {', '.join(given)})"
                 )
@@ -628,7 +637,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         else:
             missing = [name for name in endpoint if name not in given]
             if missing:
-                raise ValueError(
+                raise InvalidArgumentError(
                     "get_relation needs relation_id or the complete endpoint tuple; missing "
                     + ", ".join(missing)
                 )
@@ -699,7 +708,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         """Delete relations by id; lifecycle status is recomputed from the relations left."""
         ids = [relation_ids] if isinstance(relation_ids, str) else relation_ids
         if not isinstance(ids, (builtins.list, tuple)):
-            raise TypeError("relation_ids must be a str or a list of str")
+            raise InvalidArgumentTypeError("relation_ids must be a str or a list of str")
         checked = [check_required_id(v, f"relation_ids[{n}]") for n, v in enumerate(ids)]
         with self._session() as session:
             deleted = session.delete_relations(self._names, checked)
@@ -722,7 +731,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
 def _batch_size(store_kwargs: dict[str, Any]) -> int:
     unknown = set(store_kwargs) - {"batch_size"}
     if unknown:
-        raise TypeError(f"unexpected store options: {', '.join(sorted(unknown))}")
+        raise InvalidArgumentTypeError(f"unexpected store options: {', '.join(sorted(unknown))}")
     size = store_kwargs.get("batch_size", DEFAULT_BATCH_SIZE)
     checked = check_limit(size, "batch_size")
     return DEFAULT_BATCH_SIZE if checked is None else checked
@@ -736,7 +745,8 @@ def _reject_duplicates(plans: builtins.list[RowPlan]) -> None:
             else plan.record_type)
         key = (table, plan.record_id)
         if key in seen:
-            raise ValueError(f"record_ids: duplicate record id {plan.record_id!r} across batches")
+            raise InvalidArgumentError(
+                f"record_ids: duplicate record id {plan.record_id!r} across batches")
         seen.add(key)
 
 
@@ -750,7 +760,7 @@ def _link_owner(owners: builtins.list[str | None], position: int) -> str | None:
     """
     scoped = {owner for owner in owners if owner is not None}
     if len(scoped) > 1:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"source_record_ids[{position}]: a relation links memories of one user (or global "
             f"memories), not of users {sorted(scoped)!r}"
         )

@@ -6,6 +6,7 @@ import warnings
 from dataclasses import dataclass
 
 from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
+from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,10 @@ class MemoryRetentionConfig:
             if isinstance(value, _NotSetMarker) or value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
+                raise InvalidArgumentTypeError(
+                    f"{name} must be an int or None, got {type(value).__name__}")
             if value < 1:
-                raise ValueError(f"{name} must be at least 1 day, got {value}")
+                raise InvalidArgumentError(f"{name} must be at least 1 day, got {value}")
 
     def resolved(self) -> tuple[int | None, int | None]:
         """``(default_ttl_days, max_ttl_days)`` with unset attributes resolved to ``None``."""
@@ -50,9 +52,10 @@ def resolve_ttl_days(
         ttl_days = default_ttl_days
     elif ttl_days is not None:
         if isinstance(ttl_days, bool) or not isinstance(ttl_days, int):
-            raise TypeError(f"{argument} must be an int or None, got {type(ttl_days).__name__}")
+            raise InvalidArgumentTypeError(
+                f"{argument} must be an int or None, got {type(ttl_days).__name__}")
         if ttl_days < 1:
-            raise ValueError(f"{argument} must be at least 1 day, got {ttl_days}")
+            raise InvalidArgumentError(f"{argument} must be at least 1 day, got {ttl_days}")
     if ttl_days is None:
         return max_ttl_days
     if max_ttl_days is not None and ttl_days > max_ttl_days:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from oracleagentmemory.engines.base import Engine
+from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 
 def make_engine(source: Any) -> Engine:
@@ -15,7 +16,8 @@ def make_engine(source: Any) -> Engine:
             from oracleagentmemory.engines.postgres import PostgresEngine
 
             return PostgresEngine(source)
-        raise ValueError("pool: a URL must start with postgresql:// (Oracle takes a pool or "
+        raise InvalidArgumentError(
+            "pool: a URL must start with postgresql:// (Oracle takes a pool or "
                          "connection from oracledb)")
     if module.startswith(("psycopg", "psycopg_pool")):
         from oracleagentmemory.engines.postgres import PostgresEngine
@@ -26,7 +28,7 @@ def make_engine(source: Any) -> Engine:
             "the Oracle engine is not available in this release; use PostgreSQL (the embedded "
             "default) until it lands"
         )
-    raise TypeError(
+    raise InvalidArgumentTypeError(
         "pool must be a psycopg Connection or psycopg_pool ConnectionPool, a postgresql:// URL, "
         f"or an oracledb connection or pool; got {type(source).__name__}"
     )

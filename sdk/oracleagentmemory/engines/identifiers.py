@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
+
 MAX_MEMORY_STORE_ID_LENGTH = 16
 MAX_IDENTIFIER_LENGTH = 128
 
@@ -31,9 +33,9 @@ REGISTRY_TABLE = "agent_memory_store_registry"
 def validate_memory_store_id(value: object) -> str:
     """Validate ``memory_store_id``: a letter, then letters/digits/underscore, at most 16 chars."""
     if not isinstance(value, str):
-        raise TypeError(f"memory_store_id must be a str, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(f"memory_store_id must be a str, got {type(value).__name__}")
     if not value or len(value) > MAX_MEMORY_STORE_ID_LENGTH or not _STORE_ID.fullmatch(value):
-        raise ValueError(
+        raise InvalidArgumentError(
             "memory_store_id must start with a letter, contain only letters, digits and "
             f"underscores, and be at most {MAX_MEMORY_STORE_ID_LENGTH} characters; got {value!r}"
         )
@@ -43,10 +45,11 @@ def validate_memory_store_id(value: object) -> str:
 def validate_table_name_prefix(value: object) -> str:
     """Validate the deprecated ``table_name_prefix`` (used verbatim in front of table names)."""
     if not isinstance(value, str):
-        raise TypeError(f"table_name_prefix must be a str, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(
+            f"table_name_prefix must be a str, got {type(value).__name__}")
     longest = max(len(t) for t in MANAGED_TABLES)
     if not _PREFIX.fullmatch(value) or len(value) + longest > 63:
-        raise ValueError(
+        raise InvalidArgumentError(
             "table_name_prefix must start with a letter, contain only letters, digits and "
             f"underscores, and leave room for table names; got {value!r}"
         )
@@ -57,9 +60,9 @@ def validate_schema_owner(value: object) -> str:
     """Validate ``schema_owner``: an unquoted identifier (quoted, case-sensitive owners
     unsupported)."""
     if not isinstance(value, str):
-        raise TypeError(f"schema_owner must be a str, got {type(value).__name__}")
+        raise InvalidArgumentTypeError(f"schema_owner must be a str, got {type(value).__name__}")
     if not value or len(value) > MAX_IDENTIFIER_LENGTH or not _SCHEMA_OWNER.fullmatch(value):
-        raise ValueError(
+        raise InvalidArgumentError(
             "schema_owner must be an unquoted identifier (a letter, then letters, digits, "
             f"_, $ or #, at most {MAX_IDENTIFIER_LENGTH} characters); got {value!r}"
         )
@@ -81,14 +84,14 @@ class StoreNames:
     def table(self, name: str) -> str:
         """Unqualified name of managed table ``name``."""
         if name not in MANAGED_TABLES:
-            raise ValueError(f"unknown managed table {name!r}")
+            raise InvalidArgumentError(f"unknown managed table {name!r}")
         return f"{self.table_prefix}{name}"
 
     def object_name(self, suffix: str) -> str:
         """Unqualified name of another managed object (an index), validated."""
         name = f"{self.table_prefix}{suffix}"
         if not _PREFIX.fullmatch(name) or len(name) > 63:
-            raise ValueError(f"invalid managed object name {name!r}")
+            raise InvalidArgumentError(f"invalid managed object name {name!r}")
         return name
 
 

@@ -23,7 +23,11 @@ from oracleagentmemory.engines.identifiers import (
     validate_schema_owner,
 )
 from oracleagentmemory.engines.postgres import deepsec_admin as sql_admin
-from oracleagentmemory.errors import EndUserContextError
+from oracleagentmemory.errors import (
+    EndUserContextError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 
 
 class Principal:
@@ -65,7 +69,7 @@ def _admin_transaction(connection: Any, what: str) -> Iterator[psycopg.Connectio
             yield conn
         return
     if not isinstance(connection, psycopg.Connection):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             "connection must be a psycopg Connection or a postgresql:// URL of the admin "
             f"identity, got {type(connection).__name__}"
         )
@@ -84,7 +88,7 @@ def _require_store(conn: psycopg.Connection[Any], names: StoreNames,
                    memory_store_id: str | None) -> None:
     """Admin work names an existing store; a typo must not pass silently or fail in SQL."""
     if not sql_admin.store_exists(conn, names):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"memory store {memory_store_id!r} does not exist in schema {names.schema!r}; "
             "create it first as the schema owner"
         )
@@ -92,12 +96,13 @@ def _require_store(conn: psycopg.Connection[Any], names: StoreNames,
 
 def _policies(policies: Sequence[DeepDataSecurityPolicy]) -> list[DeepDataSecurityPolicy]:
     if isinstance(policies, DeepDataSecurityPolicy) or not isinstance(policies, (list, tuple)):
-        raise TypeError("policies must be a list of DeepDataSecurityPolicy")
+        raise InvalidArgumentTypeError("policies must be a list of DeepDataSecurityPolicy")
     if not policies:
-        raise ValueError("policies must not be empty")
+        raise InvalidArgumentError("policies must not be empty")
     for n, policy in enumerate(policies):
         if not isinstance(policy, DeepDataSecurityPolicy) or type(policy) is DeepDataSecurityPolicy:
-            raise TypeError(f"policies[{n}] must be UserOwnRowsDeepDataSecurityPolicy or "
+            raise InvalidArgumentTypeError(
+                f"policies[{n}] must be UserOwnRowsDeepDataSecurityPolicy or "
                             "GlobalMemoriesDeepDataSecurityPolicy")
     return list(dict.fromkeys(policies))
 
@@ -107,7 +112,7 @@ def _principal(conn: psycopg.Connection[Any], principal: Principal, n: int) -> t
     if isinstance(principal, LocalEndUserPrincipal):
         name = check_required_id(principal.username, f"principals[{n}].username")
         if ":" in name:
-            raise ValueError(f"principals[{n}].username: a local end user's name never "
+            raise InvalidArgumentError(f"principals[{n}].username: a local end user's name never "
                              "contains ':'")
         return "user", name
     if isinstance(principal, OciGroupPrincipal):
@@ -116,15 +121,16 @@ def _principal(conn: psycopg.Connection[Any], principal: Principal, n: int) -> t
         if provider is None:
             registered = sql_admin.identity_provider_names(conn)
             if len(registered) != 1:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"principals[{n}]: name the identity provider of group {group!r} "
                     f"(identity_provider=...); registered: {registered or 'none'}")
             provider = registered[0]
         elif provider not in sql_admin.identity_provider_names(conn):
-            raise ValueError(f"principals[{n}].identity_provider: no identity provider "
+            raise InvalidArgumentError(f"principals[{n}].identity_provider: no identity provider "
                              f"{provider!r} is registered (oam-admin idp add)")
         return "group", f"{provider}:{group}"
-    raise TypeError(f"principals[{n}] must be a LocalEndUserPrincipal or an OciGroupPrincipal")
+    raise InvalidArgumentTypeError(
+        f"principals[{n}] must be a LocalEndUserPrincipal or an OciGroupPrincipal")
 
 
 def add_deep_data_security_policies(connection: Any, owner_schema: str, memory_store_id: str,
@@ -186,7 +192,7 @@ def _roles(conn: psycopg.Connection[Any], names: StoreNames,
         role = sql_admin.installed_data_role(conn, names.schema, names.store_key,
                                              policy.declaration.name) if installed else None
         if role is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"policy {policy.declaration.name!r} is not installed on memory store "
                 f"{names.store_key!r}; add it with add_deep_data_security_policies first"
             )
@@ -202,7 +208,7 @@ def _principals(conn: psycopg.Connection[Any], principals: Sequence[Principal]
 
 def _principal_list(principals: Sequence[Principal]) -> Sequence[Principal]:
     if not isinstance(principals, (list, tuple)) or not principals:
-        raise ValueError("principals must be a non-empty list")
+        raise InvalidArgumentError("principals must be a non-empty list")
     return principals
 
 
@@ -219,7 +225,8 @@ def grant_agent_memory_policies(connection: Any, memory_store_id: str, owner_sch
         roles = _roles(conn, names, chosen)
         for kind, name in targets:
             if kind == "user" and not sql_admin.end_user_exists(conn, name):
-                raise ValueError(f"local end user {name!r} does not exist; create it first")
+                raise InvalidArgumentError(
+                    f"local end user {name!r} does not exist; create it first")
             for role in roles:
                 sql_admin.grant_role(conn, role, kind, name)
 
@@ -262,5 +269,5 @@ def list_agent_memory_granted_policies(
 def get_end_user_username(connection: Any) -> str | None:
     """The end user the database sees on ``connection`` (``None`` outside an end-user context)."""
     if not isinstance(connection, psycopg.Connection):
-        raise TypeError("connection must be a psycopg Connection")
+        raise InvalidArgumentTypeError("connection must be a psycopg Connection")
     return sql_admin.current_end_user(connection)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from oracleagentmemory.errors import EndUserContextError
+from oracleagentmemory.errors import EndUserContextError, InvalidArgumentTypeError
 
 
 @dataclass
@@ -55,11 +55,12 @@ class OracleMemoryEndUserSecurityContext:
 
     def __init__(self, security_context: Any) -> None:
         if security_context is None:
-            raise TypeError("security_context must be an end-user security context, not None")
+            raise InvalidArgumentTypeError(
+                "security_context must be an end-user security context, not None")
         is_postgres_context = hasattr(security_context, "username") and callable(
             getattr(security_context, "assertion", None))
         if not is_postgres_context and not _is_oracledb_context(security_context):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "security_context must come from create_end_user_security_context, got "
                 f"{type(security_context).__name__}"
             )
@@ -74,7 +75,7 @@ class OracleMemoryEndUserSecurityContext:
 
     def __enter__(self) -> OracleMemoryEndUserSecurityContext:
         if self._token is not None:
-            raise RuntimeError("this OracleMemoryEndUserSecurityContext is already entered")
+            raise EndUserContextError("this OracleMemoryEndUserSecurityContext is already entered")
         self._scope = _Scope(self._security_context)
         self._token = _ACTIVE.set(self._scope)
         return self

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oracleagentmemory.apis.embedders import IEmbedder
+from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -26,12 +27,13 @@ class HashingEmbedder(IEmbedder):
 
     def __init__(self, dimension: int = 384, ngram: int = 3, word_weight: float = 2.0) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 8:
-            raise ValueError(f"dimension must be an int of at least 8, got {dimension!r}")
+            raise InvalidArgumentError(f"dimension must be an int of at least 8, got {dimension!r}")
         if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 2:
-            raise ValueError(f"ngram must be an int of at least 2, got {ngram!r}")
+            raise InvalidArgumentError(f"ngram must be an int of at least 2, got {ngram!r}")
         if (isinstance(word_weight, bool) or not isinstance(word_weight, (int, float))
                 or not math.isfinite(word_weight) or word_weight < 0):
-            raise ValueError(f"word_weight must be a finite number >= 0, got {word_weight!r}")
+            raise InvalidArgumentError(
+                f"word_weight must be a finite number >= 0, got {word_weight!r}")
         self._dimension = dimension
         self._ngram = ngram
         self._word_weight = float(word_weight)
@@ -55,12 +57,13 @@ class HashingEmbedder(IEmbedder):
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts`` into an array of shape ``(len(texts), embedding_dimension)``."""
         if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of str, not a str")
+            raise InvalidArgumentTypeError("texts must be a sequence of str, not a str")
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         n = self._ngram
         for row, text in enumerate(texts):
             if not isinstance(text, str):
-                raise TypeError(f"texts[{row}] must be a str, got {type(text).__name__}")
+                raise InvalidArgumentTypeError(
+                    f"texts[{row}] must be a str, got {type(text).__name__}")
             vector = out[row]
             for word in _WORD.findall(text.lower()):
                 index, sign = self._bucket("w:" + word)

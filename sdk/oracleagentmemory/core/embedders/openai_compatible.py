@@ -12,7 +12,11 @@ import numpy as np
 import numpy.typing as npt
 
 from oracleagentmemory.apis.embedders import IEmbedder
-from oracleagentmemory.errors import EmbeddingServiceError
+from oracleagentmemory.errors import (
+    EmbeddingServiceError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 
 
 class OpenAICompatibleEmbedder(IEmbedder):
@@ -37,16 +41,17 @@ class OpenAICompatibleEmbedder(IEmbedder):
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
+            raise InvalidArgumentError(f"base_url must be an http(s) URL, got {base_url!r}")
         if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"model must be a non-empty str, got {model!r}")
+            raise InvalidArgumentError(f"model must be a non-empty str, got {model!r}")
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-            raise ValueError(f"dimension must be a positive int, got {dimension!r}")
+            raise InvalidArgumentError(f"dimension must be a positive int, got {dimension!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+            raise InvalidArgumentError(f"batch_size must be a positive int, got {batch_size!r}")
         if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                 or not math.isfinite(timeout) or timeout <= 0):
-            raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+            raise InvalidArgumentError(
+                f"timeout must be a finite number of seconds > 0, got {timeout!r}")
         self._url = base_url.rstrip("/") + "/embeddings"
         self._model = model
         self._dimension = dimension
@@ -63,12 +68,13 @@ class OpenAICompatibleEmbedder(IEmbedder):
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts``; raises :class:`EmbeddingServiceError` when the service fails."""
         if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of str, not a str")
+            raise InvalidArgumentTypeError("texts must be a sequence of str, not a str")
         rows: list[npt.NDArray[np.float32]] = []
         items = list(texts)
         for n, text in enumerate(items):
             if not isinstance(text, str):
-                raise TypeError(f"texts[{n}] must be a str, got {type(text).__name__}")
+                raise InvalidArgumentTypeError(
+                    f"texts[{n}] must be a str, got {type(text).__name__}")
         for start in range(0, len(items), self._batch_size):
             rows.append(self._embed_batch(items[start : start + self._batch_size]))
         if not rows:

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
+
 TOKEN_PREFIX = "oamapp1"
 DEFAULT_LIFETIME_SECONDS = 60
 _APP_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
@@ -36,19 +38,19 @@ class ApplicationCredential:
     def parse(cls, token: object) -> ApplicationCredential:
         """Parse a database access token ``oamapp1.<app_name>.<hex key>`` (from ``oam-admin``)."""
         if not isinstance(token, str) or not token:
-            raise ValueError("database_access_token must be a non-empty str")
+            raise InvalidArgumentError("database_access_token must be a non-empty str")
         parts = token.split(".")
         if len(parts) != 3 or parts[0] != TOKEN_PREFIX or not _APP_NAME.fullmatch(parts[1]):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "database_access_token is not an application token issued by "
                 "`oam-admin application create` (expected oamapp1.<app>.<key>)"
             )
         try:
             key = bytes.fromhex(parts[2])
         except ValueError:
-            raise ValueError("database_access_token has a malformed key") from None
+            raise InvalidArgumentError("database_access_token has a malformed key") from None
         if len(key) < 32:
-            raise ValueError("database_access_token has a key shorter than 32 bytes")
+            raise InvalidArgumentError("database_access_token has a key shorter than 32 bytes")
         return cls(parts[1], key)
 
     def token(self) -> str:
@@ -152,11 +154,12 @@ def _names(value: object, argument: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise TypeError(f"{argument} must be a list of str")
+        raise InvalidArgumentTypeError(f"{argument} must be a list of str")
     out = []
     for n, item in enumerate(value):
         if not isinstance(item, str) or not item or len(item) > 256:
-            raise ValueError(f"{argument}[{n}] must be a non-empty str of at most 256 characters")
+            raise InvalidArgumentError(
+                f"{argument}[{n}] must be a non-empty str of at most 256 characters")
         out.append(item)
     return tuple(out)
 
@@ -187,7 +190,7 @@ def create_end_user_security_context(
     groups: tuple[str, ...] = ()
     if isinstance(end_user_identity, str):
         if not _JWT.fullmatch(end_user_identity) or len(end_user_identity) > MAX_TOKEN_LENGTH:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "end_user_identity token must be a compact JWT (three base64url parts) of at "
                 f"most {MAX_TOKEN_LENGTH} characters"
             )
@@ -195,34 +198,35 @@ def create_end_user_security_context(
     elif isinstance(end_user_identity, IdentityProviderUser):
         provider = end_user_identity.provider
         if not isinstance(provider, str) or not _PROVIDER.fullmatch(provider):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "end_user_identity.provider must name the identity provider registered with "
                 "`oam-admin idp add` (lower-case letters, digits, underscores), got "
                 f"{provider!r}"
             )
         name = end_user_identity.username
         if not isinstance(name, str) or not name.strip() or len(name) > 128:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "end_user_identity name must be a non-empty str of at most 128 characters")
         username, kind = f"{provider}:{name}", "idp"
         groups = _names(list(end_user_identity.groups), "end_user_identity.groups")
     elif isinstance(end_user_identity, (tuple, list)) and len(end_user_identity) == 2:
         username, kind = end_user_identity[0], "local"
         if end_user_identity[1] is not None and not isinstance(end_user_identity[1], str):
-            raise TypeError("end_user_identity key must be a str or None")
+            raise InvalidArgumentTypeError("end_user_identity key must be a str or None")
         if not isinstance(username, str) or not username.strip() or len(username) > 128:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "end_user_identity name must be a non-empty str of at most 128 characters")
         if ":" in username:
-            raise ValueError("a local end user's name never contains ':' (identity-provider "
+            raise InvalidArgumentError(
+                "a local end user's name never contains ':' (identity-provider "
                              "users are '<provider>:<name>')")
     else:
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             "end_user_identity must be a (name, key) tuple for a local end user, an "
             "IdentityProviderUser or an identity provider's token (str)"
         )
     if attributes is not None and not isinstance(attributes, Mapping):
-        raise TypeError("attributes must be a dict or None")
+        raise InvalidArgumentTypeError("attributes must be a dict or None")
     return PostgresEndUserSecurityContext(
         credential=credential,
         username=username,

@@ -28,6 +28,7 @@ from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.assertion import ApplicationCredential, padded_keys
 from oracleagentmemory.engines.postgres.security_schema import INSTALL_STATEMENTS
+from oracleagentmemory.errors import InvalidArgumentError
 
 _ROLE = re.compile(r"[a-z][a-z0-9_]{0,62}")
 _PROVIDER = re.compile(r"[a-z][a-z0-9_]{0,30}")
@@ -159,7 +160,7 @@ def install_policy(conn: Conn, names: StoreNames, owner_schema: str,
         taken = conn.execute("SELECT schema_name, store_key FROM oam_sec.data_role "
                              "WHERE role_name = %s", [role]).fetchone()
         if taken is not None:
-            raise ValueError(f"data role {role!r} already belongs to memory store "
+            raise InvalidArgumentError(f"data role {role!r} already belongs to memory store "
                              f"{taken[1]!r} in schema {taken[0]!r}")
         conn.execute(
             "INSERT INTO oam_sec.data_role (role_name, schema_name, store_key, policy_name) "
@@ -239,7 +240,8 @@ def end_user_exists(conn: Conn, username: str) -> bool:
 def create_end_user(conn: Conn, username: str) -> bool:
     """Create a local end user; returns False when it already existed."""
     if ":" in username:
-        raise ValueError(f"a local end user's name never contains ':' (identity-provider users "
+        raise InvalidArgumentError(
+            f"a local end user's name never contains ':' (identity-provider users "
                          f"are '<provider>:<name>'); got {username!r}")
     cur = conn.execute(
         "INSERT INTO oam_sec.end_user (username) VALUES (%s) ON CONFLICT DO NOTHING", [username])
@@ -265,14 +267,15 @@ def add_identity_provider(conn: Conn, name: str, issuer: str, audience: str,
                           groups_claim: str = "groups") -> None:
     """Register an identity provider: the namespace ``name`` and how its tokens are checked."""
     if not _PROVIDER.fullmatch(name):
-        raise ValueError("identity provider name must be lower-case letters, digits and "
+        raise InvalidArgumentError("identity provider name must be lower-case letters, digits and "
                          f"underscores (at most 31), starting with a letter; got {name!r}")
     if name in identity_provider_names(conn):
-        raise ValueError(f"identity provider {name!r} is already registered; refresh its keys "
+        raise InvalidArgumentError(
+            f"identity provider {name!r} is already registered; refresh its keys "
                          "or remove it first")
     if conn.execute("SELECT 1 FROM oam_sec.identity_provider WHERE issuer = %s",
                     [issuer]).fetchone() is not None:
-        raise ValueError(f"issuer {issuer!r} is already registered under another name")
+        raise InvalidArgumentError(f"issuer {issuer!r} is already registered under another name")
     conn.execute(
         "INSERT INTO oam_sec.identity_provider (name, issuer, audience, jwks, user_claim, "
         "groups_claim) VALUES (%s, %s, %s, %s, %s, %s)",
@@ -283,7 +286,7 @@ def refresh_identity_provider_keys(conn: Conn, name: str, jwks: dict[str, Any]) 
     """Replace a registered identity provider's signing keys (key rotation)."""
     if conn.execute("UPDATE oam_sec.identity_provider SET jwks = %s, updated_at = now() "
                     "WHERE name = %s", [Jsonb(jwks), name]).rowcount == 0:
-        raise ValueError(f"no identity provider {name!r} is registered")
+        raise InvalidArgumentError(f"no identity provider {name!r} is registered")
 
 
 def list_identity_providers(conn: Conn) -> list[dict[str, Any]]:
@@ -308,14 +311,14 @@ def bind_application(conn: Conn, app_name: str, *, stores: Sequence[tuple[str, s
     """Let an application act for ``(owner schema, store key)`` stores and identity providers."""
     if conn.execute("SELECT 1 FROM oam_sec.application WHERE app_name = %s",
                     [app_name]).fetchone() is None:
-        raise ValueError(f"no application {app_name!r} exists")
+        raise InvalidArgumentError(f"no application {app_name!r} exists")
     for schema_name, store_key in stores:
         conn.execute(
             "INSERT INTO oam_sec.application_store (app_name, schema_name, store_key) "
             "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING", [app_name, schema_name, store_key])
     for provider in identity_providers:
         if provider not in identity_provider_names(conn):
-            raise ValueError(f"no identity provider {provider!r} is registered")
+            raise InvalidArgumentError(f"no identity provider {provider!r} is registered")
         conn.execute(
             "INSERT INTO oam_sec.application_idp (app_name, idp_name) VALUES (%s, %s) "
             "ON CONFLICT DO NOTHING", [app_name, provider])
@@ -340,7 +343,7 @@ def set_require_token(conn: Conn, app_name: str, required: bool) -> None:
     """Token mode on or off: whether the application key alone may speak for end users."""
     if conn.execute("UPDATE oam_sec.application SET require_token = %s WHERE app_name = %s",
                     [required, app_name]).rowcount == 0:
-        raise ValueError(f"no application {app_name!r} exists")
+        raise InvalidArgumentError(f"no application {app_name!r} exists")
 
 
 def application_bindings(conn: Conn, app_name: str) -> dict[str, Any]:
@@ -351,7 +354,7 @@ def application_bindings(conn: Conn, app_name: str) -> dict[str, Any]:
         "ARRAY(SELECT b.idp_name FROM oam_sec.application_idp b WHERE b.app_name = a.app_name "
         "ORDER BY 1) FROM oam_sec.application a WHERE a.app_name = %s", [app_name]).fetchone()
     if row is None:
-        raise ValueError(f"no application {app_name!r} exists")
+        raise InvalidArgumentError(f"no application {app_name!r} exists")
     return {"login": row[0], "require_token": row[1], "stores": list(row[2]),
             "identity_providers": list(row[3])}
 
@@ -362,10 +365,10 @@ def create_application(conn: Conn, app_name: str, login_role: str) -> Applicatio
     It acts for no store and no identity provider until :func:`bind_application` says so.
     """
     if not _ROLE.fullmatch(app_name):
-        raise ValueError("app_name must be lower-case letters, digits and underscores, "
+        raise InvalidArgumentError("app_name must be lower-case letters, digits and underscores, "
                          f"starting with a letter; got {app_name!r}")
     if not role_exists(conn, login_role):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"login role {login_role!r} does not exist; create the runtime login first"
         )
     key = secrets.token_bytes(32)
@@ -381,9 +384,10 @@ def create_application(conn: Conn, app_name: str, login_role: str) -> Applicatio
 def create_runtime_login(conn: Conn, login: str, password: str, owner_schema: str) -> None:
     """Create a LOGIN role that holds nothing but membership of the schema's runtime role."""
     if not _ROLE.fullmatch(login):
-        raise ValueError(f"login must be lower-case letters, digits and underscores; got {login!r}")
+        raise InvalidArgumentError(
+            f"login must be lower-case letters, digits and underscores; got {login!r}")
     if role_exists(conn, login):
-        raise ValueError(f"role {login!r} already exists")
+        raise InvalidArgumentError(f"role {login!r} already exists")
     runtime_role = ensure_runtime_role(conn, owner_schema)
     conn.execute(
         f"CREATE ROLE {_ident(conn, login)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "

@@ -21,6 +21,7 @@ from oracleagentmemory.engines.postgres.context_sql import (
 )
 from oracleagentmemory.engines.postgres.search import ScanChoices
 from oracleagentmemory.engines.postgres.session import PostgresSession
+from oracleagentmemory.errors import DatabaseUnavailableError, InvalidArgumentTypeError
 
 DEFAULT_POOL_MAX_SIZE = 8
 
@@ -58,7 +59,7 @@ class PostgresEngine(Engine):
         elif isinstance(source, psycopg.Connection):
             self._conn = source
         else:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "pool must be a psycopg Connection, a psycopg_pool ConnectionPool or a "
                 f"postgresql:// URL, got {type(source).__name__}"
             )
@@ -88,7 +89,7 @@ class PostgresEngine(Engine):
         ``COMMIT``; inside a caller's open transaction each step runs on its own.
         """
         if conn.closed:
-            raise RuntimeError("the database connection is closed")
+            raise DatabaseUnavailableError("the database connection is closed")
         self.ensure_vector_adapters(conn)
         if security is not None and conn.info.transaction_status == TransactionStatus.IDLE:
             with context_transaction(conn, security):

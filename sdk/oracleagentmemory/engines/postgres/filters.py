@@ -10,6 +10,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from oracleagentmemory.engines.base import UNSET
+from oracleagentmemory.errors import InvalidArgumentTypeError
 from oracleagentmemory.filtertree import And, ArrayContains, Exact, FilterExpr, Not
 
 
@@ -85,7 +86,7 @@ def _render(expr: FilterExpr, column: sql.Composable, params: list[Any]) -> sql.
         return sql.SQL("(CASE WHEN jsonb_typeof({}) = 'array' THEN ({}) ELSE false END)").format(
             value, joiner.join(tests)
         )
-    raise TypeError(f"unknown filter node {expr!r}")
+    raise InvalidArgumentTypeError(f"unknown filter node {expr!r}")
 
 
 def _path(column: sql.Composable, path: tuple[str, ...], params: list[Any]) -> sql.Composable:

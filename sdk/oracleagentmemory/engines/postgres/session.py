@@ -39,7 +39,11 @@ from oracleagentmemory.engines.postgres.filters import (
     render_filter,
     scope_predicates,
 )
-from oracleagentmemory.errors import DuplicateRecordError
+from oracleagentmemory.errors import (
+    DuplicateRecordError,
+    InvalidArgumentError,
+    MemoryStoreSchemaError,
+)
 
 if TYPE_CHECKING:
     from oracleagentmemory.engines.postgres.engine import PostgresEngine
@@ -202,7 +206,7 @@ class PostgresSession(EngineSession):
             with self.conn.transaction():
                 self.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except psycopg.Error as exc:
-            raise RuntimeError(
+            raise MemoryStoreSchemaError(
                 "vector storage needs the pgvector extension, which is not installed in this "
                 "database and could not be created by this user; run CREATE EXTENSION vector "
                 f"as a superuser ({exc.__class__.__name__}: {exc})"
@@ -516,7 +520,8 @@ class PostgresSession(EngineSession):
                 [plan.record_type, plan.record_id, chunk_owner],
             ).fetchall()]
             if len(ids) != len(plan.chunk_vectors):
-                raise ValueError("embedding: vector count does not match the stored chunks")
+                raise InvalidArgumentError(
+                    "embedding: vector count does not match the stored chunks")
             with self.conn.cursor() as c:
                 c.executemany(
                     sql.SQL("UPDATE {} SET embedding = %s WHERE id = %s").format(chunks),
@@ -572,7 +577,7 @@ class PostgresSession(EngineSession):
 
     def delete_actor_scope(self, names: StoreNames, actor_column: str, actor_id: str) -> None:
         if actor_column not in ("user_id", "agent_id"):
-            raise ValueError(f"unknown actor column {actor_column!r}")
+            raise InvalidArgumentError(f"unknown actor column {actor_column!r}")
         column = sql.Identifier(actor_column)
         thread_ids = [r[0] for r in self.conn.execute(
             sql.SQL("SELECT id FROM {} WHERE {} = %s").format(q.table(names, "thread"), column),
