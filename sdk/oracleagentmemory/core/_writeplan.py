@@ -7,12 +7,14 @@ Stored content and retrieval payload are kept apart: ``contents`` is what reads 
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
 from oracleagentmemory.apis.embedders import IEmbedder
@@ -20,6 +22,7 @@ from oracleagentmemory.apis.message import MessageContent, TextContent
 from oracleagentmemory.apis.records import MEMORY_TYPES, PROFILE_TYPES, RECORD_TYPES, RecordStatus
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core._validation import (
+    MAX_ID_LENGTH,
     broadcast,
     check_id,
     is_single_vector,
@@ -37,6 +40,9 @@ EXPIRING_TYPES = MEMORY_TYPES | {"message"}
 """Types with a time to live."""
 STATUS_TYPES = MEMORY_TYPES | {"message", "thread_summary"}
 """Types with a lifecycle status."""
+TEXT_TYPES = MEMORY_TYPES | PROFILE_TYPES
+"""Types whose content is plain text."""
+T = TypeVar("T")
 
 Chunker = Callable[[str], list[str]]
 
@@ -128,9 +134,20 @@ def summary_content(value: object, argument: str) -> dict[str, object] | None:
         f"{argument} must be a mapping, a str or None for thread summaries")
 
 
-def plan_add(settings: WriteSettings, contents: object, record_type: object,
-             **arguments: Any) -> list[RowPlan]:
-    """Validate ``add`` arguments and return one insert plan per record."""
+def plan_add(settings: WriteSettings, contents: object, record_type: object, *,
+             record_ids: object = NOT_SET_MARKER, index_texts: object = NOT_SET_MARKER,
+             embeddings: object = NOT_SET_MARKER, thread_ids: object = NOT_SET_MARKER,
+             user_ids: object = NOT_SET_MARKER, agent_ids: object = NOT_SET_MARKER,
+             roles: object = NOT_SET_MARKER, timestamps: object = NOT_SET_MARKER,
+             metadata: object = NOT_SET_MARKER, ttl_days: object = NOT_SET_MARKER,
+             ttl_anchor: object = NOT_SET_MARKER,
+             statuses: object = NOT_SET_MARKER) -> list[RowPlan]:
+    """Validate ``add`` arguments and return one insert plan per record.
+
+    ``NOT_SET_MARKER`` is an omitted argument. Arguments are checked column by column: a value
+    given once for all records is checked once, a list entry by entry; every error names the
+    argument and the record's position.
+    """
     record_type = check_record_type(record_type)
     if isinstance(contents, (str, bytes, Mapping)) or not isinstance(contents, Sequence):
         raise InvalidArgumentTypeError("contents must be a list with one payload per record")
@@ -138,59 +155,56 @@ def plan_add(settings: WriteSettings, contents: object, record_type: object,
     if count == 0:
         return []
 
-    get = arguments.get
-    ids = _record_ids(get("record_ids", NOT_SET_MARKER), count, record_type)
-    user_default = settings.default_user_id
-    thread_ids = _scope(get("thread_ids", NOT_SET_MARKER), count, "thread_ids", NOT_SET_MARKER)
-    user_ids = _scope(get("user_ids", NOT_SET_MARKER), count, "user_ids", user_default)
-    agent_ids = _scope(get("agent_ids", NOT_SET_MARKER), count, "agent_ids", NOT_SET_MARKER)
-    roles = _scope(get("roles", NOT_SET_MARKER), count, "roles", NOT_SET_MARKER)
-    timestamps = [parse_timestamp(v, f"timestamps[{n}]") for n, v in
-                  enumerate(broadcast(get("timestamps", None), count, "timestamps"))]
-    metadata = [check_metadata(v, f"metadata[{n}]") for n, v in
-                enumerate(broadcast(get("metadata", None), count, "metadata"))]
-    ttl_days = broadcast(get("ttl_days", NOT_SET_MARKER), count, "ttl_days")
-    anchors = [check_anchor(v, f"ttl_anchor[{n}]") for n, v in
-               enumerate(broadcast(get("ttl_anchor", NOT_SET_MARKER), count, "ttl_anchor"))]
-    statuses = [check_status(v, f"statuses[{n}]") for n, v in
-                enumerate(broadcast(get("statuses", RecordStatus.VALID), count, "statuses"))]
-    index_texts = _aligned(get("index_texts", NOT_SET_MARKER), count, "index_texts")
-    embeddings = _aligned(get("embeddings", NOT_SET_MARKER), count, "embeddings")
+    if metadata is NOT_SET_MARKER:
+        metadata = None
+    if statuses is NOT_SET_MARKER:
+        statuses = RecordStatus.VALID
+    ids = _record_ids(record_ids, count, record_type)
+    thread_col = _scope(thread_ids, count, "thread_ids", NOT_SET_MARKER)
+    user_col = _scope(user_ids, count, "user_ids", settings.default_user_id)
+    agent_col = _scope(agent_ids, count, "agent_ids", NOT_SET_MARKER)
+    role_col = _scope(roles, count, "roles", NOT_SET_MARKER)
+    timestamp_col = _column(timestamps, count, "timestamps", parse_timestamp)
+    metadata_col = _column(metadata, count, "metadata", check_metadata)
+    ttl_values = broadcast(ttl_days, count, "ttl_days")
+    anchor_col = _column(ttl_anchor, count, "ttl_anchor", check_anchor)
+    status_col = _column(statuses, count, "statuses", check_status)
+    index_col = _aligned(index_texts, count, "index_texts")
+    embedding_col = _aligned(embeddings, count, "embeddings")
 
-    if record_type == "thread" and any(t is not None for t in thread_ids):
+    if record_type == "thread" and any(t is not None for t in thread_col):
         raise InvalidArgumentError("thread_ids must not be set for record_type 'thread'; "
-                         "use record_ids for the thread identifiers")
-    plans: list[RowPlan] = []
+                                   "use record_ids for the thread identifiers")
+    if record_type in PROFILE_TYPES:
+        thread_col = user_col = agent_col = [None] * count
+    if record_type != "message":
+        role_col = [None] * count
+    _check_statuses(record_type, status_col)
+    ttl_col = _ttl_column(settings, record_type, ttl_days, ttl_values)
+    if record_type not in EXPIRING_TYPES:
+        anchor_col = [False] * count
+    else:
+        _check_anchors(ttl_col, anchor_col, timestamp_col)
+    content_col, text_col = _content_column(record_type, contents, metadata_col)
     explicit_dims: set[int] = set()
-    for n in range(count):
-        plan = RowPlan(
-            record_type=record_type,
-            record_id=ids[n],
-            content=None,
-            event_ts=timestamps[n],
-            metadata=metadata[n],
-        )
-        if record_type not in PROFILE_TYPES:
-            plan.thread_id = thread_ids[n]
-            plan.user_id = user_ids[n]
-            plan.agent_id = agent_ids[n]
-        if record_type == "message":
-            plan.role = roles[n]
-        _set_status(plan, statuses[n], n)
-        _set_ttl(plan, settings, ttl_days[n], anchors[n], n)
-        text = _set_content(plan, contents[n], n)
-        plan.chunks = _retrieval_rows(settings, record_type, text, index_texts[n], embeddings[n],
-                                      n, explicit_dims)
-        plans.append(plan)
+    chunk_col = _chunk_column(settings, record_type, text_col, index_col, embedding_col,
+                              explicit_dims)
     if len(explicit_dims) > 1:
         raise InvalidArgumentError(
             f"embeddings: all vectors of one add() must have the same dimension, got "
             f"{sorted(explicit_dims)}"
         )
     _check_store_dimension(settings, explicit_dims, "embeddings")
-    embed_missing_vectors(settings, [c for p, e in zip(plans, embeddings, strict=True)
-                                     if e is NOT_SET_MARKER or e is None for c in p.chunks])
-    return plans
+    embed_missing_vectors(settings, [c for chunks, e in zip(chunk_col, embedding_col, strict=True)
+                                     if e is NOT_SET_MARKER or e is None for c in chunks])
+    return [
+        RowPlan(record_type=record_type, record_id=record_id, content=content, thread_id=thread,
+                user_id=user, agent_id=agent, role=role, event_ts=timestamp, metadata=meta,
+                ttl_days=ttl, anchor_is_timestamp=anchor, status=status, chunks=chunks)
+        for record_id, content, thread, user, agent, role, timestamp, meta, ttl, anchor, status,
+        chunks in zip(ids, content_col, thread_col, user_col, agent_col, role_col, timestamp_col,
+                      metadata_col, ttl_col, anchor_col, status_col, chunk_col, strict=True)
+    ]
 
 
 def embed_missing_vectors(settings: WriteSettings, chunks: list[ChunkRow]) -> None:
@@ -226,47 +240,89 @@ def _check_store_dimension(settings: WriteSettings, dims: set[int], argument: st
         )
 
 
+def new_record_ids(count: int) -> list[str]:
+    """``count`` random (version 4) UUIDs as text, drawn in one batch."""
+    octets = np.frombuffer(os.urandom(16 * count), dtype=np.uint8).reshape(count, 16).copy()
+    octets[:, 6] = (octets[:, 6] & 0x0F) | 0x40  # version 4
+    octets[:, 8] = (octets[:, 8] & 0x3F) | 0x80  # RFC 4122 variant
+    digits = octets.tobytes().hex()
+    return [f"{digits[i:i + 8]}-{digits[i + 8:i + 12]}-{digits[i + 12:i + 16]}-"
+            f"{digits[i + 16:i + 20]}-{digits[i + 20:i + 32]}" for i in range(0, 32 * count, 32)]
+
+
+def _all_valid_ids(values: list[Any], allow_none: bool) -> bool:
+    """Whether every entry passes :func:`check_id`, checked in bulk (``False``: check each)."""
+    kinds = set(map(type, values))
+    if not kinds <= ({str, type(None)} if allow_none else {str}):
+        return False
+    texts = values if len(kinds) == 1 and str in kinds else [v for v in values if v is not None]
+    return not texts or (max(map(len, texts)) <= MAX_ID_LENGTH and all(map(str.strip, texts)))
+
+
 def _record_ids(value: object, count: int, record_type: str) -> list[str]:
     if value is NOT_SET_MARKER or value is None:
-        raw: list[Any] = [None] * count
-    elif isinstance(value, str):
+        if record_type in PROFILE_TYPES:
+            raise InvalidArgumentError(
+                f"record_ids[0]: {record_type} records need the actor id as record id")
+        return new_record_ids(count)
+    if isinstance(value, str):
         if count != 1:
             raise InvalidArgumentError(
                 f"record_ids is a single string but there are {count} records; pass a list"
             )
-        raw = [value]
+        raw: list[Any] = [value]
+    elif isinstance(value, (list, tuple)):
+        raw = broadcast(value, count, "record_ids")
     else:
-        raw = broadcast(value, count, "record_ids") if isinstance(value, (list, tuple)) else []
-        if not raw:
-            raise InvalidArgumentTypeError(
-                f"record_ids must be a str, None or a list, got {type(value).__name__}")
-    ids: list[str] = []
-    for n, item in enumerate(raw):
-        checked = check_id(item, f"record_ids[{n}]", allow_none=True)
-        if checked is None:
-            if record_type in PROFILE_TYPES:
+        raise InvalidArgumentTypeError(
+            f"record_ids must be a str, None or a list, got {type(value).__name__}")
+    valid = _all_valid_ids(raw, allow_none=True)
+    missing = [n for n, item in enumerate(raw) if item is None]
+    if not valid or (missing and record_type in PROFILE_TYPES):
+        for n, item in enumerate(raw):  # raises for the first invalid entry
+            if check_id(item, f"record_ids[{n}]", allow_none=True) is None:
                 raise InvalidArgumentError(
-                    f"record_ids[{n}]: {record_type} records need the actor id as record id"
-                )
-            checked = str(uuid.uuid4())
-        ids.append(checked)
-    seen: set[str] = set()
-    for n, record_id in enumerate(ids):
-        if record_id in seen:
-            raise InvalidArgumentError(
-                f"record_ids[{n}]: duplicate record id {record_id!r} in one call")
-        seen.add(record_id)
+                    f"record_ids[{n}]: {record_type} records need the actor id as record id")
+    ids: list[str] = raw
+    if missing:
+        ids = list(raw)
+        for n, record_id in zip(missing, new_record_ids(len(missing)), strict=True):
+            ids[n] = record_id
+    if len(set(ids)) != count:
+        seen: set[str] = set()
+        for n, record_id in enumerate(ids):
+            if record_id in seen:
+                raise InvalidArgumentError(
+                    f"record_ids[{n}]: duplicate record id {record_id!r} in one call")
+            seen.add(record_id)
     return ids
 
 
 def _scope(value: object, count: int, argument: str, default: object) -> list[Any]:
+    """One actor or thread id (or ``None``) per record; ``NOT_SET_MARKER`` takes ``default``."""
+    fallback = None if default is NOT_SET_MARKER else default
+    if not isinstance(value, (list, tuple)):
+        checked = check_id(fallback if value is NOT_SET_MARKER else value, f"{argument}[0]",
+                           allow_none=True)
+        return [checked] * count
     values = broadcast(value, count, argument)
+    if _all_valid_ids(values, allow_none=True):
+        return values
     result: list[Any] = []
     for n, item in enumerate(values):
         if item is NOT_SET_MARKER:
-            item = None if default is NOT_SET_MARKER else default
+            item = fallback
         result.append(check_id(item, f"{argument}[{n}]", allow_none=True))
     return result
+
+
+def _column(value: object, count: int, argument: str, check: Callable[[object, str], T]
+            ) -> list[T]:
+    """One checked value per record: a single value is checked once and shared by all."""
+    if isinstance(value, (list, tuple)):
+        return [check(v, f"{argument}[{n}]")
+                for n, v in enumerate(broadcast(value, count, argument))]
+    return [check(value, f"{argument}[0]")] * count
 
 
 def _aligned(value: object, count: int, argument: str) -> list[Any]:
@@ -280,26 +336,45 @@ def _aligned(value: object, count: int, argument: str) -> list[Any]:
     return list(value)
 
 
-def _set_status(plan: RowPlan, status: str, n: int) -> None:
-    if status != RecordStatus.VALID.value and plan.record_type not in STATUS_TYPES:
-        raise InvalidArgumentError(
-            f"statuses[{n}]: {plan.record_type} records have no lifecycle status")
-    plan.status = status
-
-
-def _set_ttl(plan: RowPlan, settings: WriteSettings, ttl: object, anchor_ts: bool, n: int) -> None:
-    if plan.record_type not in EXPIRING_TYPES:
-        if ttl is not NOT_SET_MARKER and ttl is not None:
-            raise InvalidArgumentError(f"ttl_days[{n}]: {plan.record_type} records do not expire")
+def _check_statuses(record_type: str, statuses: list[str]) -> None:
+    if record_type in STATUS_TYPES:
         return
-    plan.ttl_days = resolve_ttl_days(ttl, settings.default_ttl_days,  # type: ignore[arg-type]
-                                     settings.max_ttl_days, f"ttl_days[{n}]")
-    plan.anchor_is_timestamp = anchor_ts
-    if anchor_ts and plan.ttl_days is not None and plan.event_ts is None:
-        raise InvalidArgumentError(
-            f"timestamps[{n}]: ttl_anchor=TimeToLiveAnchor.TIMESTAMP needs a concrete ISO-8601 "
-            "timestamp for every record"
-        )
+    for n, status in enumerate(statuses):
+        if status != RecordStatus.VALID.value:
+            raise InvalidArgumentError(
+                f"statuses[{n}]: {record_type} records have no lifecycle status")
+
+
+def _ttl_column(settings: WriteSettings, record_type: str, value: object,
+                values: list[Any]) -> list[int | None]:
+    """Each record's lifetime in days (``None``: never expires)."""
+    count = len(values)
+    if record_type not in EXPIRING_TYPES:
+        for n, ttl in enumerate(values):
+            if ttl is not NOT_SET_MARKER and ttl is not None:
+                raise InvalidArgumentError(f"ttl_days[{n}]: {record_type} records do not expire")
+        return [None] * count
+    default, maximum = settings.default_ttl_days, settings.max_ttl_days
+    if not isinstance(value, (list, tuple)):
+        unclamped = resolve_ttl_days(value, default, None, "ttl_days[0]")  # type: ignore[arg-type]
+        if maximum is None or unclamped is None or unclamped <= maximum:
+            return [unclamped if unclamped is not None else maximum] * count
+    # Clamped values warn once per record, naming it.
+    return [resolve_ttl_days(ttl, default, maximum, f"ttl_days[{n}]")
+            for n, ttl in enumerate(values)]
+
+
+def _check_anchors(ttl_days: list[int | None], anchors: list[bool],
+                   timestamps: list[datetime | None]) -> None:
+    if not any(anchors):
+        return
+    for n, (ttl, anchor, timestamp) in enumerate(zip(ttl_days, anchors, timestamps,
+                                                     strict=True)):
+        if anchor and ttl is not None and timestamp is None:
+            raise InvalidArgumentError(
+                f"timestamps[{n}]: ttl_anchor=TimeToLiveAnchor.TIMESTAMP needs a concrete "
+                "ISO-8601 timestamp for every record"
+            )
 
 
 def _fallback(value: object, metadata: dict[str, Any] | None) -> object:
@@ -308,29 +383,36 @@ def _fallback(value: object, metadata: dict[str, Any] | None) -> object:
     return value
 
 
-def _set_content(plan: RowPlan, value: object, n: int) -> str | None:
-    """Store the record's content on ``plan``; returns its text for retrieval."""
-    argument = f"contents[{n}]"
-    record_type = plan.record_type
+def _content_column(record_type: str, contents: Sequence[object],
+                    metadata: list[dict[str, Any] | None]) -> tuple[list[Any], list[str | None]]:
+    """Each record's stored content and its text for retrieval."""
+    if record_type in TEXT_TYPES and set(map(type, contents)) == {str}:
+        texts: list[Any] = list(contents)
+        return texts, texts
+    pairs = [_content(record_type, value, meta, f"contents[{n}]")
+             for n, (value, meta) in enumerate(zip(contents, metadata, strict=True))]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def _content(record_type: str, value: object, metadata: dict[str, Any] | None,
+             argument: str) -> tuple[Any, str | None]:
+    """One record's stored content and its text for retrieval."""
     if record_type == "thread":
         if value not in (None, ""):
             raise InvalidArgumentError(f"{argument}: thread records have no content; pass None")
-        return None
+        return None, None
     if record_type == "thread_summary":
-        plan.content = summary_content(value, argument)
-        return None
-    value = _fallback(value, plan.metadata)
+        return summary_content(value, argument), None
+    value = _fallback(value, metadata)
     if record_type == "message":
         text, parts = message_content("" if value is None else value, argument)
-        plan.content = (text, parts)
-        return text
+        return (text, parts), text
     if value is not None and not isinstance(value, str):
         raise InvalidArgumentTypeError(
             f"{argument} must be a str or None for {record_type} records")
     if value is None and record_type in PROFILE_TYPES:
         raise InvalidArgumentError(f"{argument}: {record_type} records need text content")
-    plan.content = value
-    return value
+    return value, value
 
 
 def retrieval_chunks(settings: WriteSettings, text: str) -> list[str]:
@@ -398,6 +480,38 @@ def pair_vectors(settings: WriteSettings, text: str | None, chunks: list[str] | 
             "counts must match"
         )
     return [ChunkRow(c, v) for c, v in zip(chunks, vectors, strict=True)]
+
+
+def _chunk_column(settings: WriteSettings, record_type: str, texts: list[str | None],
+                  index_texts: list[Any], payloads: list[Any], dims: set[int]
+                  ) -> list[list[ChunkRow]]:
+    """Each record's retrieval rows; adds the dimensions of explicit vectors to ``dims``."""
+    if record_type in SEARCHABLE_TYPES and all(i is NOT_SET_MARKER or i is None
+                                               for i in index_texts):
+        matrix = _vector_matrix(payloads)
+        if matrix is not None:
+            dims.add(matrix.shape[1])
+            return [[ChunkRow(text or None, vector)]
+                    for text, vector in zip(texts, matrix, strict=True)]
+    return [_retrieval_rows(settings, record_type, text, index_text, payload, n, dims)
+            for n, (text, index_text, payload) in enumerate(zip(texts, index_texts, payloads,
+                                                                strict=True))]
+
+
+def _vector_matrix(payloads: list[Any]) -> npt.NDArray[np.float32] | None:
+    """One vector per record as a float32 matrix, or ``None`` unless all are valid and alike.
+
+    ``None`` sends the records through the per-record rules, which also name any error.
+    """
+    if not all(map(is_single_vector, payloads)):
+        return None
+    try:
+        matrix = np.asarray(payloads, dtype=np.float32)
+    except (TypeError, ValueError):
+        return None
+    if matrix.ndim != 2 or matrix.shape[1] == 0 or not np.isfinite(matrix).all():
+        return None
+    return matrix
 
 
 def _retrieval_rows(settings: WriteSettings, record_type: str, text: str | None,

@@ -296,13 +296,17 @@ class OracleDBMemoryStore(OracleMemoryStore):
             ttl_anchor: Any = NOT_SET_MARKER, statuses: Any = NOT_SET_MARKER,
             **store_kwargs: Any) -> list[str]:
         """Add records of one type in one transaction; returns their ids in input order."""
-        batch = PendingRecordBatch(
-            contents=contents, record_type=record_type, index_texts=index_texts,
-            embeddings=embeddings, record_ids=record_ids, thread_ids=thread_ids,
+        batch_size = _batch_size(store_kwargs)
+        if contents is NOT_SET_MARKER or record_type is NOT_SET_MARKER:
+            raise InvalidArgumentError("contents and record_type are required")
+        plans = plan_add(
+            self._settings(), contents, record_type, record_ids=record_ids,
+            index_texts=index_texts, embeddings=embeddings, thread_ids=thread_ids,
             user_ids=user_ids, agent_ids=agent_ids, roles=roles, timestamps=timestamps,
-            metadata=metadata, ttl_days=ttl_days, ttl_anchor=ttl_anchor, statuses=statuses,
-        )
-        return self.add_batches([batch], **store_kwargs)
+            metadata=metadata, ttl_days=ttl_days, ttl_anchor=ttl_anchor, statuses=statuses)
+        if plans:
+            self._insert(plans, batch_size)
+        return [p.record_id for p in plans]
 
     def add_batches(self, batches: builtins.list[PendingRecordBatch],
                     **store_kwargs: Any) -> builtins.list[str]:
@@ -311,16 +315,20 @@ class OracleDBMemoryStore(OracleMemoryStore):
         if not isinstance(batches, (builtins.list, tuple)):
             raise InvalidArgumentTypeError("batches must be a list of PendingRecordBatch")
         settings = self._settings()
-        plans: builtins.list[RowPlan] = []
+        planned: builtins.list[builtins.list[RowPlan]] = []
         for n, batch in enumerate(batches):
             if not isinstance(batch, PendingRecordBatch):
                 raise InvalidArgumentTypeError(f"batches[{n}] must be a PendingRecordBatch")
-            arguments = batch.add_arguments()
-            if "contents" not in arguments or "record_type" not in arguments:
+            if batch.contents is NOT_SET_MARKER or batch.record_type is NOT_SET_MARKER:
                 raise InvalidArgumentError(f"batches[{n}]: contents and record_type are required")
-            plans.extend(plan_add(settings, arguments.pop("contents"),
-                                  arguments.pop("record_type"), **arguments))
-        _reject_duplicates(plans)
+            planned.append(plan_add(
+                settings, batch.contents, batch.record_type, record_ids=batch.record_ids,
+                index_texts=batch.index_texts, embeddings=batch.embeddings,
+                thread_ids=batch.thread_ids, user_ids=batch.user_ids, agent_ids=batch.agent_ids,
+                roles=batch.roles, timestamps=batch.timestamps, metadata=batch.metadata,
+                ttl_days=batch.ttl_days, ttl_anchor=batch.ttl_anchor, statuses=batch.statuses))
+        _reject_duplicates(planned)
+        plans = [plan for batch_plans in planned for plan in batch_plans]
         if plans:
             self._insert(plans, batch_size)
         return [p.record_id for p in plans]
@@ -737,17 +745,24 @@ def _batch_size(store_kwargs: dict[str, Any]) -> int:
     return DEFAULT_BATCH_SIZE if checked is None else checked
 
 
-def _reject_duplicates(plans: builtins.list[RowPlan]) -> None:
-    seen: set[tuple[str, str]] = set()
-    for plan in plans:
-        table = "profile:" + plan.record_type if plan.record_type in PROFILE_TYPES else (
-            "memory" if plan.record_type in {"memory", "fact", "guideline", "preference"}
-            else plan.record_type)
-        key = (table, plan.record_id)
-        if key in seen:
+def _reject_duplicates(batches: builtins.list[builtins.list[RowPlan]]) -> None:
+    """Refuse an id that two batches give to records of one table (ids within a batch are unique,
+    and every record of a batch has the batch's type)."""
+    seen: dict[str, set[str]] = {}
+    for plans in batches if len(batches) > 1 else ():
+        if not plans:
+            continue
+        record_type = plans[0].record_type
+        table = "profile:" + record_type if record_type in PROFILE_TYPES else (
+            "memory" if record_type in {"memory", "fact", "guideline", "preference"}
+            else record_type)
+        ids = [plan.record_id for plan in plans]
+        taken = seen.setdefault(table, set())
+        if not taken.isdisjoint(ids):
+            duplicate = next(record_id for record_id in ids if record_id in taken)
             raise InvalidArgumentError(
-                f"record_ids: duplicate record id {plan.record_id!r} across batches")
-        seen.add(key)
+                f"record_ids: duplicate record id {duplicate!r} across batches")
+        taken.update(ids)
 
 
 __all__ = ["MemoryStoreSchemaError", "OracleDBMemoryStore", "RECORD_TYPES", "UNSET"]
