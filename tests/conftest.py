@@ -64,7 +64,7 @@ class HashEmbedder(IEmbedder):
     def embedding_dimension(self) -> int:
         return self._dim
 
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
         self.calls.append(list(texts))
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         for row, text in enumerate(texts):

@@ -106,8 +106,8 @@ def chain(vector_store: OracleDBMemoryStore) -> OracleDBMemoryStore:
 
 
 def test_num_hops_zero_attaches_nothing(chain: OracleDBMemoryStore) -> None:
-    assert top(chain).linked_results == []
-    assert top(chain, num_hops=0).linked_results == []
+    assert top(chain).linked_results == ()
+    assert top(chain, num_hops=0).linked_results == ()
 
 
 def test_one_hop_attaches_only_the_neighbour(chain: OracleDBMemoryStore) -> None:
@@ -406,7 +406,7 @@ def test_a_direct_message_is_never_expanded(vector_store: OracleDBMemoryStore) -
     link(vector_store, "shared", "n")
     [(message, _)] = vector_store.search(None, 1, query_vector=Q, num_hops=2)
     assert (message.record_type, message.id) == ("message", "shared")
-    assert message.linked_results == []
+    assert message.linked_results == ()
     [(memory, _)] = vector_store.search(None, 1, query_vector=FAR, num_hops=2)
     assert (memory.record_type, linked_ids(memory)) == ("memory", ["n"])
 
@@ -427,7 +427,7 @@ def test_a_direct_profile_is_never_expanded(make_store: StoreFactory) -> None:
     [(profile, distance)] = results
     assert (profile.record_type, profile.id) == ("user_profile", "alice")
     assert distance == pytest.approx(0.0, abs=1e-6)
-    assert profile.linked_results == []
+    assert profile.linked_results == ()
 
 
 # --- argument rules ------------------------------------------------------------------------------
@@ -479,7 +479,7 @@ def test_expansion_past_its_bound_raises_timeout_error(chain: OracleDBMemoryStor
     assert root is not None
     with chain._engine.session() as session, pytest.raises(TimeoutError,
                                                            match="graph expansion"):
-        _graph.expand_results(session, chain._names, [root], memory_plan(), num_hops=3,
+        _graph.expand_results(session, chain._names, [(root, 0.0)], memory_plan(), num_hops=3,
                               max_linked=100, timeout=0.0)
 
 
@@ -487,6 +487,7 @@ def test_expansion_within_its_bound_attaches_the_tree(chain: OracleDBMemoryStore
     root = chain.get("memory", "a")
     assert root is not None
     with chain._engine.session() as session:
-        _graph.expand_results(session, chain._names, [root], memory_plan(), num_hops=3,
-                              max_linked=100)
-    assert linked_ids(root) == ["b", "c", "d"]
+        [(expanded, _)] = _graph.expand_results(session, chain._names, [(root, 0.0)],
+                                                memory_plan(), num_hops=3, max_linked=100)
+    assert linked_ids(expanded) == ["b", "c", "d"]
+    assert root.linked_results == ()  # records are immutable: the expanded result is a copy

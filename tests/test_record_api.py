@@ -147,7 +147,7 @@ def test_message_text_content_parts_round_trip(store: OracleDBMemoryStore,
     store.add([parts], "message", record_ids="m1", thread_ids="t1", roles="user")
     record = store.get("message", "m1")
     assert isinstance(record, MessageRecord)
-    assert record.content == parts  # ids, timestamps and texts, in order
+    assert record.content == tuple(parts)  # ids, timestamps and texts, in order (immutable)
     # The parts' text is what retrieval indexes.
     assert chunk_count(db, store, ["m1"]) == 1
 
@@ -966,7 +966,7 @@ class ContextRecordingEmbedder(IEmbedder):
     def embedding_dimension(self) -> int:
         return 3
 
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
         self.calls.append((request_user.get(), threading.get_ident()))
         return np.tile(np.array([1.0, 0.0, 0.0], dtype=np.float32), (len(texts), 1))
 

@@ -704,7 +704,7 @@ class AxisEmbedder(IEmbedder):
     def embedding_dimension(self) -> int:
         return 3
 
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
         return np.array([[-1.0, 0.0, 0.0] if "far" in t.split() else [1.0, 0.0, 0.0]
                          for t in texts], dtype=np.float32)
 

@@ -1,4 +1,12 @@
-"""Record value types returned by the store."""
+"""Record value types returned by the store: frozen, hashable dataclasses.
+
+Every record class fixes its ``record_type`` (it is not an ``__init__`` argument), so the
+positional order is ``id, content, timestamp, metadata, status, linked_results`` and, for scoped
+records, ``thread_id, user_id, agent_id``: ``MemoryRecord("id1", "hello").content == "hello"``.
+Records are immutable; derive a changed copy with :func:`dataclasses.replace`. Their hash covers
+the identifying fields and leaves out the container-valued ones (``content``, ``metadata``,
+``linked_results``, thread runtime dicts); equality compares every field.
+"""
 
 from __future__ import annotations
 
@@ -27,27 +35,31 @@ RECORD_TYPES: frozenset[str] = MEMORY_TYPES | PROFILE_TYPES | {
 """Every record type the store reads and writes."""
 
 
-class RecordStatus(Enum):
-    """Lifecycle status of a record."""
+class RecordStatus(str, Enum):
+    """Lifecycle status of a record (a ``str`` enum: ``RecordStatus.VALID == "valid"``)."""
 
     VALID = "valid"
     INVALID = "invalid"
 
 
-@dataclass
+LinkedResults = Sequence[tuple[RecordRelation, "Record"]]
+"""``(relation, linked record)`` pairs a graph-expanded search attaches to a result."""
+
+
+@dataclass(frozen=True, slots=True)
 class Record:
     """A stored record."""
 
     id: str
     record_type: str = "record"
-    content: Any = None
+    content: Any = field(default=None, hash=False)
     timestamp: str | None = None
-    metadata: MetadataValue = None
+    metadata: MetadataValue = field(default=None, hash=False)
     status: RecordStatus = RecordStatus.VALID
-    linked_results: Sequence[tuple[RecordRelation, Record]] = field(default_factory=list)
+    linked_results: LinkedResults = field(default=(), hash=False)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ScopedRecord(Record):
     """A record scoped to a thread, a user and/or an agent."""
 
@@ -56,76 +68,77 @@ class ScopedRecord(Record):
     agent_id: str | None = None
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ThreadRecord(ScopedRecord):
     """A conversation thread; ``id`` and ``thread_id`` are the thread identifier."""
 
-    record_type: str = "thread"
-    runtime_config: dict[str, Any] | None = None
-    runtime_state: dict[str, Any] | None = None
+    record_type: str = field(default="thread", init=False)
+    content: str | None = field(default=None, hash=False)
+    runtime_config: dict[str, Any] | None = field(default=None, hash=False)
+    runtime_state: dict[str, Any] | None = field(default=None, hash=False)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class MessageRecord(ScopedRecord):
-    """A message of a thread; ``seq_no`` orders messages within their thread."""
+    """A message of a thread; ``seq_no`` (keyword-only, required) orders it within its thread."""
 
-    record_type: str = "message"
-    content: str | Sequence[MessageContent] = ""
+    record_type: str = field(default="message", init=False)
+    content: str | Sequence[MessageContent] = field(default="", hash=False)
     role: str | None = None
-    seq_no: int = 0
+    seq_no: int = field(kw_only=True)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ThreadSummaryRecord(ScopedRecord):
     """A structured summary of a thread."""
 
-    record_type: str = "thread_summary"
-    content: dict[str, object] | None = None
+    record_type: str = field(default="thread_summary", init=False)
+    content: dict[str, object] | None = field(default=None, hash=False)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class MemoryRecord(ScopedRecord):
     """A memory extracted or written for a scope."""
 
-    record_type: str = "memory"
-    content: str | None = None
+    record_type: str = field(default="memory", init=False)
+    content: str | None = field(default=None, hash=False)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class GuidelineRecord(MemoryRecord):
     """A guideline memory."""
 
-    record_type: str = "guideline"
+    record_type: str = field(default="guideline", init=False)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class FactRecord(MemoryRecord):
     """A fact memory."""
 
-    record_type: str = "fact"
+    record_type: str = field(default="fact", init=False)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class PreferenceRecord(MemoryRecord):
     """A preference memory."""
 
-    record_type: str = "preference"
+    record_type: str = field(default="preference", init=False)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class UserProfileRecord(Record):
     """A user profile; ``id`` is the user id."""
 
-    record_type: str = "user_profile"
-    content: str | None = None
+    record_type: str = field(default="user_profile", init=False)
+    content: str | None = field(default=None, hash=False)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class AgentProfileRecord(Record):
     """An agent profile; ``id`` is the agent id."""
 
-    record_type: str = "agent_profile"
-    content: str | None = None
+    record_type: str = field(default="agent_profile", init=False)
+    content: str | None = field(default=None, hash=False)
 
 
 RECORD_CLASS_BY_TYPE: dict[str, type[Record]] = {
@@ -141,10 +154,42 @@ RECORD_CLASS_BY_TYPE: dict[str, type[Record]] = {
 }
 
 
-def build_record(record_type: str, **fields: Any) -> Record:
-    """Build the record class that matches ``record_type``."""
+def build_record(
+    record_type: str,
+    record_id: str,
+    *,
+    content: str | dict[str, object] | Sequence[MessageContent] | None = None,
+    thread_id: str | None = None,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    role: str | None = None,
+    seq_no: int | None = None,
+    timestamp: str | None = None,
+    metadata: MetadataValue = None,
+    status: RecordStatus = RecordStatus.VALID,
+    **kwargs: Any,
+) -> Record:
+    """Build the record class that matches ``record_type``.
+
+    Arguments a record type does not have are ignored (scope on profiles, ``role`` and
+    ``seq_no`` on non-messages); ``kwargs`` carries type-specific fields such as
+    ``runtime_config`` or ``linked_results``.
+
+    Raises:
+        InvalidArgumentError: ``record_type`` is unknown, or a message has no ``seq_no``.
+    """
     try:
         cls = RECORD_CLASS_BY_TYPE[record_type]
     except KeyError:
         raise InvalidArgumentError(f"record_type: unknown record type {record_type!r}") from None
-    return cls(record_type=record_type, **fields)
+    fields: dict[str, Any] = {"content": content, "timestamp": timestamp,
+                              "metadata": metadata, "status": status, **kwargs}
+    if issubclass(cls, ScopedRecord):
+        fields.update(thread_id=thread_id, user_id=user_id, agent_id=agent_id)
+    if cls is MessageRecord:
+        if seq_no is None:
+            raise InvalidArgumentError("seq_no: message records require a sequence number")
+        fields.update(role=role, seq_no=seq_no)
+        if fields["content"] is None:
+            fields["content"] = ""
+    return cls(record_id, **fields)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MEMORY_LINK_OPPOSITES: dict[str, str] = {
@@ -18,9 +18,12 @@ LIFECYCLE_RELATION_TYPES: frozenset[str] = frozenset({"supersedes", "refines", "
 """Relation types that make their target memory INVALID while the link exists."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RecordRelation:
-    """A stored, directed relation between two records."""
+    """A stored, directed relation between two records (immutable and hashable).
+
+    The hash leaves ``metadata`` out (a dict); equality compares every field.
+    """
 
     id: str
     source_record_id: str
@@ -30,5 +33,5 @@ class RecordRelation:
     relation_type: str
     opposite_relation_type: str
     timestamp: str | None
-    metadata: dict[str, Any] | None
+    metadata: dict[str, Any] | None = field(hash=False)
     created_at: str

@@ -3,8 +3,8 @@
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
-from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
+from oracleagentmemory.core.storebase import OracleMemoryStore
 from oracleagentmemory.errors import MemoryStoreSchemaError
 
 __all__ = [

@@ -5,28 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 from oracleagentmemory.apis.message import MessageContent, TextContent
-from oracleagentmemory.apis.records import Record, RecordStatus, build_record
+from oracleagentmemory.apis.records import PROFILE_TYPES, Record, RecordStatus, build_record
 from oracleagentmemory.core._validation import format_timestamp
 
 
-def _message_content(row: dict[str, Any]) -> str | list[MessageContent]:
+def _message_content(row: dict[str, Any]) -> str | tuple[MessageContent, ...]:
     parts = row.get("content_parts")
     if not parts:
         return str(row.get("content") or "")
-    return [TextContent(id=p["id"], timestamp=p.get("timestamp"), text=p.get("text", ""))
-            for p in parts]
+    return tuple(TextContent(p.get("text", ""), id=p["id"], timestamp=p.get("timestamp"))
+                 for p in parts)
 
 
-def record_from_row(row: dict[str, Any]) -> Record:
-    """The record a row stands for."""
+def record_from_row(row: dict[str, Any], **extra: Any) -> Record:
+    """The record a row stands for (``extra``: further fields, such as ``linked_results``)."""
     record_type = row["record_type"]
     fields: dict[str, Any] = {
-        "id": row["id"],
         "timestamp": format_timestamp(row.get("ts")),
         "metadata": row.get("metadata"),
         "status": RecordStatus(row.get("status") or "valid"),
+        **extra,
     }
-    if record_type not in ("user_profile", "agent_profile"):
+    if record_type not in PROFILE_TYPES:
         fields.update(thread_id=row.get("thread_id"), user_id=row.get("user_id"),
                       agent_id=row.get("agent_id"))
     if record_type == "message":
@@ -37,4 +37,4 @@ def record_from_row(row: dict[str, Any]) -> Record:
                       runtime_state=row.get("runtime_state"))
     else:
         fields["content"] = row.get("content")
-    return build_record(record_type, **fields)
+    return build_record(record_type, row["id"], **fields)

@@ -9,6 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+DEFAULT_MAX_INPUT_TOKENS = 512
+"""Conservative input budget (tokens per text) assumed when an embedder does not state its own."""
+
 
 class IEmbedder(ABC):
     """Turns texts into fixed-dimension vectors."""
@@ -18,10 +21,24 @@ class IEmbedder(ABC):
     def embedding_dimension(self) -> int:
         """Dimension of every vector this embedder returns."""
 
-    @abstractmethod
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Embed ``texts``; returns an array of shape ``(len(texts), embedding_dimension)``."""
+    @property
+    def max_input_tokens(self) -> int:
+        """Largest number of input tokens one text may have.
 
-    async def embed_async(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        The default is :data:`DEFAULT_MAX_INPUT_TOKENS`; override it when the model's input
+        budget is known.
+        """
+        return DEFAULT_MAX_INPUT_TOKENS
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
+        """Embed ``texts``; returns an array of shape ``(len(texts), embedding_dimension)``.
+
+        ``is_query`` is true when the texts are search queries rather than stored documents
+        (models with asymmetric query and document encodings use it).
+        """
+
+    async def embed_async(self, texts: Sequence[str], *,
+                          is_query: bool = False) -> npt.NDArray[np.float32]:
         """Asynchronous twin of :meth:`embed` (runs it in a worker thread by default)."""
-        return await asyncio.to_thread(self.embed, texts)
+        return await asyncio.to_thread(self.embed, texts, is_query=is_query)

@@ -54,8 +54,11 @@ class HashingEmbedder(IEmbedder):
                 self._cache[feature] = hit
         return hit
 
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Embed ``texts`` into an array of shape ``(len(texts), embedding_dimension)``."""
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
+        """Embed ``texts`` into an array of shape ``(len(texts), embedding_dimension)``.
+
+        Queries and documents share one encoding, so ``is_query`` does not change the vectors.
+        """
         if isinstance(texts, str):
             raise InvalidArgumentTypeError("texts must be a sequence of str, not a str")
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)

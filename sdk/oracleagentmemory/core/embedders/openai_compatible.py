@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -25,7 +24,7 @@ class OpenAICompatibleEmbedder(IEmbedder):
     Texts are sent in batches of ``batch_size``; each request has ``timeout`` seconds. The API
     key, when given, is sent as a bearer token. ``dimension`` is the vector size the model returns
     (also sent as ``dimensions`` when ``send_dimensions`` is true, for models that can shorten
-    their vectors).
+    their vectors). ``max_input_tokens`` states the model's input budget, when known.
     """
 
     def __init__(
@@ -38,6 +37,7 @@ class OpenAICompatibleEmbedder(IEmbedder):
         batch_size: int = 64,
         timeout: float = 30.0,
         send_dimensions: bool = False,
+        max_input_tokens: int | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
@@ -52,6 +52,12 @@ class OpenAICompatibleEmbedder(IEmbedder):
                 or not math.isfinite(timeout) or timeout <= 0):
             raise InvalidArgumentError(
                 f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+        if max_input_tokens is not None and (
+                isinstance(max_input_tokens, bool) or not isinstance(max_input_tokens, int)
+                or max_input_tokens < 1):
+            raise InvalidArgumentError(
+                f"max_input_tokens must be a positive int or None, got {max_input_tokens!r}")
+        self._max_input_tokens = max_input_tokens
         self._url = base_url.rstrip("/") + "/embeddings"
         self._model = model
         self._dimension = dimension
@@ -65,8 +71,19 @@ class OpenAICompatibleEmbedder(IEmbedder):
         """Dimension of every vector."""
         return self._dimension
 
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Embed ``texts``; raises :class:`EmbeddingServiceError` when the service fails."""
+    @property
+    def max_input_tokens(self) -> int:
+        """The model's input budget given at construction, else the contract's default."""
+        if self._max_input_tokens is None:
+            return super().max_input_tokens
+        return self._max_input_tokens
+
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
+        """Embed ``texts``; raises :class:`EmbeddingServiceError` when the service fails.
+
+        The OpenAI ``/embeddings`` protocol has no query/document distinction: ``is_query`` is
+        accepted for the contract and does not change the request.
+        """
         if isinstance(texts, str):
             raise InvalidArgumentTypeError("texts must be a sequence of str, not a str")
         rows: list[npt.NDArray[np.float32]] = []
@@ -80,10 +97,6 @@ class OpenAICompatibleEmbedder(IEmbedder):
         if not rows:
             return np.zeros((0, self._dimension), dtype=np.float32)
         return np.vstack(rows)
-
-    async def embed_async(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """Asynchronous :meth:`embed` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.embed, texts)
 
     def _embed_batch(self, texts: list[str]) -> npt.NDArray[np.float32]:
         body: dict[str, Any] = {"model": self._model, "input": texts}
