@@ -618,7 +618,7 @@ def test_application_bind_token_mode_and_show(cli: Cli, dds: Any, tmp_path: Path
                 "--owner-schema", OWNER, "--idp", IDP)
     assert bound.code == 0, bound
     assert_one_line_error(cli("application", "bind", *url, "--name", app, "--store", store_id),
-                          2, "--owner-schema")
+                          2, "--schema-owner")
     assert cli("application", "token-mode", *url, "--name", app, "--on").code == 0
     assert cli("application", "show", *url, "--name", app).out.strip() == (
         f"{app}: login {login}, token mode on, stores {OWNER}.{store_id}, identity providers "

@@ -28,7 +28,7 @@ from oracleagentmemory.core.deepsec import (
     create_end_user_security_context,
     get_end_user_username,
 )
-from oracleagentmemory.errors import SecurityContextError
+from oracleagentmemory.errors import NotPermittedError, SecurityContextError
 from psycopg_pool import ConnectionPool
 
 NEEDS_CONTEXT = "needs an active OracleMemoryEndUserSecurityContext for every operation"
@@ -368,7 +368,7 @@ def test_add_user_without_user_id_creates_the_context_users_profile(
 def test_explicit_none_user_ids_is_an_unscoped_record_the_database_refuses(
     dds: Any, runtime: OracleDBMemoryStore, store_id: str,
 ) -> None:
-    with as_user(dds, "bob"), pytest.raises(psycopg.errors.InsufficientPrivilege,
+    with as_user(dds, "bob"), pytest.raises(NotPermittedError,
                                             match=RLS_REFUSAL):
         runtime.add(["pretend global"], "memory", user_ids=None, record_ids="g1")
     assert owner_rows(dds, store_id) == {}
@@ -378,9 +378,9 @@ def test_explicit_other_user_id_is_refused_by_the_database(
     dds: Any, runtime: OracleDBMemoryStore, store_id: str,
 ) -> None:
     with as_user(dds, "bob"):
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match=RLS_REFUSAL):
+        with pytest.raises(NotPermittedError, match=RLS_REFUSAL):
             runtime.add(["planted"], "memory", user_ids="alice", record_ids="x1")
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match=RLS_REFUSAL):
+        with pytest.raises(NotPermittedError, match=RLS_REFUSAL):
             runtime.add_user(user_id="alice", information="planted profile")
     assert owner_rows(dds, store_id) == {}
     assert owner_rows(dds, store_id, "user_profile") == {}

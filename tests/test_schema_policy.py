@@ -106,7 +106,8 @@ def _create_at_version(pg_url: str, store_id: str, version: int, vector_dim: int
             None,
             SchemaRequest(vector_dim=vector_dim, vector_dim_given=vector_dim is not None,
                           search_mode=None, search_index_sync="on_commit", retention=None,
-                          latest_version=version),
+                          latest_version=version,
+                          max_indexed_vector_dim=engine.capabilities.max_indexed_vector_dim),
         )
     finally:
         engine.close()

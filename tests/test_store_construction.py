@@ -17,6 +17,7 @@ from oracleagentmemory.core import (
     SearchStrategy,
 )
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE
+from oracleagentmemory.errors import DatabaseError
 
 OWNER_SCHEMA = "owner_x"
 
@@ -429,8 +430,9 @@ def test_close_closes_the_pool_opened_from_a_url(open_store: Opener) -> None:
                        schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
     store.add(["before close"], record_type="memory", record_ids="m1")
     store.close()
-    with pytest.raises(psycopg_pool.PoolClosed):
+    with pytest.raises(DatabaseError, match="pool is closed") as raised:
         store.get("memory", "m1")
+    assert isinstance(raised.value.__cause__, psycopg_pool.PoolClosed)
 
 
 def test_close_leaves_a_borrowed_pool_open(
@@ -460,5 +462,5 @@ def test_the_store_is_a_context_manager_that_closes_its_pool(pg_url: str) -> Non
     with OracleDBMemoryStore(None, pg_url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
                              memory_store_id=new_store_id()) as store:
         store.add(["inside"], record_type="memory", record_ids="m1")
-    with pytest.raises(psycopg_pool.PoolClosed):
+    with pytest.raises(DatabaseError, match="pool is closed"):
         store.get("memory", "m1")

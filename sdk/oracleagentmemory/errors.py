@@ -126,6 +126,12 @@ class OperationTimeoutError(OracleAgentMemoryError, TimeoutError):
     code = "timeout"
 
 
+class UnsupportedEngineError(OracleAgentMemoryError, NotImplementedError):
+    """The connection belongs to a database whose engine is not available in this release."""
+
+    code = "unsupported_engine"
+
+
 class EmbeddingServiceError(OracleAgentMemoryError, RuntimeError):
     """An embedding service failed or answered something that is not a valid embedding."""
 
@@ -147,4 +153,5 @@ __all__ = [
     "OracleAgentMemoryError",
     "RecordNotFoundError",
     "SecurityContextError",
+    "UnsupportedEngineError",
 ]

@@ -10,12 +10,11 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
 
-import psycopg
-
+from oracleagentmemory.core.deepsec.admin import connect_admin
 from oracleagentmemory.core.deepsec.policies import POLICY_BY_NAME, DeepDataSecurityPolicy
+from oracleagentmemory.engines.security_admin import SecurityAdmin
 
 URL_ENV = "OAM_ADMIN_URL"
 """Environment variable with the admin identity's connection URL."""
@@ -134,10 +133,23 @@ def url_for_user(url: str, user: str) -> str:
 
 
 @contextmanager
-def admin_connection(url: str) -> Iterator[psycopg.Connection[Any]]:
-    """An autocommit connection: every admin call runs its own explicit transaction."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        yield conn
+def admin_connection(url: str) -> Iterator[SecurityAdmin]:
+    """One admin session for the whole command: every admin call runs its own transaction.
+
+    Connecting takes at most a few seconds; a database that cannot be reached raises one
+    :class:`~oracleagentmemory.errors.DatabaseUnavailableError` (reported by ``main``).
+    """
+    with connect_admin(url) as admin:
+        yield admin
+
+
+def owner_schema(args: argparse.Namespace) -> str:
+    """``--schema-owner`` (or its old spelling ``--owner-schema``), which the command needs."""
+    value = getattr(args, "owner_schema", None)
+    if not value:
+        raise UsageError(f"{args.command} needs --schema-owner SCHEMA (the schema that holds "
+                         "the store's tables)")
+    return str(value)
 
 
 def read_secret(args: argparse.Namespace, env_name: str, what: str) -> str:

@@ -9,14 +9,14 @@ from __future__ import annotations
 import argparse
 
 from oracleagentmemory.admin_cli._common import Console, admin_connection, admin_url
-from oracleagentmemory.engines.postgres import deepsec_admin
+from oracleagentmemory.core.deepsec.identities import runtime_login_drift
 
 
 def run_check(args: argparse.Namespace, console: Console) -> int:
     """Print one line per finding; ``ok`` and status 0 when there is none."""
-    with admin_connection(admin_url(args, console)) as conn:
+    with admin_connection(admin_url(args, console)) as admin:
         console.progress("checking runtime logins and applications")
-        findings = deepsec_admin.runtime_login_drift(conn)
+        findings = runtime_login_drift(admin)
     for finding in findings:
         console.out(finding)
     if not findings:

@@ -23,9 +23,8 @@ from oracleagentmemory.admin_cli._common import (
     admin_url,
     require_yes,
 )
+from oracleagentmemory.core.deepsec import identities
 from oracleagentmemory.devissuer import DevIssuer
-from oracleagentmemory.engines.identifiers import validate_memory_store_id, validate_schema_owner
-from oracleagentmemory.engines.postgres import deepsec_admin
 
 JWKS_FETCH_TIMEOUT_SECONDS = 10.0
 
@@ -62,26 +61,27 @@ def run_idp(args: argparse.Namespace, console: Console) -> int:
         require_yes(args, f"idp remove unregisters identity provider {args.name!r}: its users "
                           "can no longer sign in through any application")
     jwks = load_jwks(args) if action in ("add", "refresh") else None
-    with admin_connection(admin_url(args, console)) as conn, conn.transaction():
-        deepsec_admin.install_security_schema(conn)
+    with admin_connection(admin_url(args, console)) as admin:
         if action == "add":
             assert jwks is not None
-            deepsec_admin.add_identity_provider(conn, args.name, args.issuer, args.audience,
-                                                jwks, args.user_claim, args.groups_claim)
+            identities.add_identity_provider(admin, args.name, issuer=args.issuer,
+                                             audience=args.audience, jwks=jwks,
+                                             user_claim=args.user_claim,
+                                             groups_claim=args.groups_claim)
             console.out(f"identity provider {args.name!r} registered ({len(jwks['keys'])} "
                         f"key(s)); its users' rows carry '{args.name}:<{args.user_claim}>'")
         elif action == "refresh":
             assert jwks is not None
-            deepsec_admin.refresh_identity_provider_keys(conn, args.name, jwks)
+            identities.refresh_identity_provider_keys(admin, args.name, jwks)
             console.out(f"identity provider {args.name!r}: {len(jwks['keys'])} key(s) now")
         elif action == "list":
-            for row in deepsec_admin.list_identity_providers(conn):
+            for provider in identities.list_identity_providers(admin):
                 console.out(
-                    f"{row['name']}: issuer {row['issuer']}, audience {row['audience']}, "
-                    f"user claim {row['user_claim']}, groups claim {row['groups_claim']}, "
-                    f"keys {', '.join(row['key_ids']) or '-'}, applications "
-                    f"{', '.join(row['applications']) or '-'}")
-        elif not deepsec_admin.remove_identity_provider(conn, args.name):
+                    f"{provider.name}: issuer {provider.issuer}, audience {provider.audience}, "
+                    f"user claim {provider.user_claim}, groups claim {provider.groups_claim}, "
+                    f"keys {', '.join(provider.key_ids) or '-'}, applications "
+                    f"{', '.join(provider.applications) or '-'}")
+        elif not identities.remove_identity_provider(admin, args.name):
             raise CliError(f"no identity provider {args.name!r} is registered")
         else:
             console.out(f"identity provider {args.name!r} removed")
@@ -89,12 +89,14 @@ def run_idp(args: argparse.Namespace, console: Console) -> int:
 
 
 def bindings(args: argparse.Namespace) -> tuple[list[tuple[str, str]], list[str]]:
-    """``(stores, identity providers)`` named by ``--store`` / ``--owner-schema`` / ``--idp``."""
+    """``(stores, identity providers)`` named by ``--store`` / ``--schema-owner`` / ``--idp``.
+
+    Stores are ``(schema, store id)`` as given; the admin API validates and folds them.
+    """
     stores: list[str] = args.store or []
     if stores and not args.owner_schema:
-        raise UsageError("--store needs --owner-schema (the schema that holds the store)")
-    owner = validate_schema_owner(args.owner_schema).lower() if stores else ""
-    return ([(owner, validate_memory_store_id(s).lower()) for s in stores],
+        raise UsageError("--store needs --schema-owner (the schema that holds the store)")
+    return ([(str(args.owner_schema).lower(), s.lower()) for s in stores],
             list(args.idp or []))
 
 
@@ -162,7 +164,11 @@ def add_parsers(commands: Any, sub: Any, common: argparse.ArgumentParser) -> Non
             parser.add_argument("--issuer", default="https://dev-issuer.oam.local",
                                 metavar="ISS", help="the issuer identifier (iss claim)")
         if action == "token":
-            parser.add_argument("--subject", required=True, metavar="USER")
-            parser.add_argument("--audience", required=True, metavar="AUD")
-            parser.add_argument("--group", action="append", metavar="GROUP")
-            parser.add_argument("--lifetime", type=int, default=300, metavar="SECONDS")
+            parser.add_argument("--subject", required=True, metavar="USER",
+                                help="the user the token names (sub claim)")
+            parser.add_argument("--audience", required=True, metavar="AUD",
+                                help="the aud claim (the audience registered with idp add)")
+            parser.add_argument("--group", action="append", metavar="GROUP",
+                                help="a group of the user (groups claim); repeat for several")
+            parser.add_argument("--lifetime", type=int, default=300, metavar="SECONDS",
+                                help="how long the token is valid (default: 300)")

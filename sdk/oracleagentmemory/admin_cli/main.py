@@ -8,10 +8,12 @@ traceback. Results go to stdout, progress to stderr (``--quiet`` hides progress)
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from oracleagentmemory import __version__
 from oracleagentmemory.admin_cli import check, db, identity, security, store
 from oracleagentmemory.admin_cli._common import (
     POLICY_NAMES,
@@ -21,6 +23,7 @@ from oracleagentmemory.admin_cli._common import (
     Console,
     UsageError,
 )
+from oracleagentmemory.errors import DatabaseUnavailableError
 
 Handler = Callable[[argparse.Namespace, Console], int]
 
@@ -41,11 +44,26 @@ class _ParseError(Exception):
         self.parser = parser
 
 
+class _MissingCommand(Exception):
+    """No command (or no action of a command) was given: print that parser's help."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        super().__init__(parser.prog)
+        self.parser = parser
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser that reports errors to :func:`main` instead of exiting."""
 
     def error(self, message: str) -> NoReturn:
         raise _ParseError(self, message)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """Bare ``oam-admin`` (or ``oam-admin store``) prints that level's help (status 2)."""
+        if args is not None and not [a for a in args if a not in ("-q", "--quiet")] \
+                and self._subparsers is not None:
+            raise _MissingCommand(self)
+        return super().parse_known_args(args, namespace)
 
 
 def _common() -> argparse.ArgumentParser:
@@ -74,9 +92,12 @@ def _store_id(parser: argparse.ArgumentParser) -> None:
 
 
 def _owner(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    parser.add_argument("--owner-schema", "--schema-owner", dest="owner_schema",
-                        required=required, metavar="SCHEMA",
-                        help="the schema (owner) that holds the store's tables")
+    """``--schema-owner`` (``--owner-schema`` stays accepted, unlisted). A required one is
+    checked by the command (``_common.owner_schema``) so that either spelling satisfies it."""
+    parser.add_argument("--schema-owner", dest="owner_schema", metavar="SCHEMA",
+                        help="the schema (owner) that holds the store's tables"
+                             + (" (required)" if required else ""))
+    parser.add_argument("--owner-schema", dest="owner_schema", help=argparse.SUPPRESS)
 
 
 def _yes(parser: argparse.ArgumentParser) -> None:
@@ -92,10 +113,15 @@ def _policy(parser: argparse.ArgumentParser, default: str) -> None:
 def _shape(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vector-dim", type=int, metavar="N",
                         help="dimension of local vectors (omit for a store without vectors)")
-    parser.add_argument("--search-strategy", choices=("vector", "keyword", "hybrid"))
-    parser.add_argument("--search-index-sync", choices=("on_commit", "manual", "auto"))
-    parser.add_argument("--default-ttl-days", type=int, metavar="DAYS")
-    parser.add_argument("--max-ttl-days", type=int, metavar="DAYS")
+    parser.add_argument("--search-strategy", choices=("vector", "keyword", "hybrid"),
+                        help="how the store searches (default: vector with vectors, else "
+                             "keyword)")
+    parser.add_argument("--search-index-sync", choices=("on_commit", "manual", "auto"),
+                        help="when the keyword index catches up with writes")
+    parser.add_argument("--default-ttl-days", type=int, metavar="DAYS",
+                        help="time to live of records added without one")
+    parser.add_argument("--max-ttl-days", type=int, metavar="DAYS",
+                        help="the longest time to live a record may have")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = _common()
     parser = _Parser(prog="oam-admin", description=_DESCRIPTION, epilog=_EPILOG,
                      parents=[common], allow_abbrev=False)
+    parser.add_argument("--version", action="version", version=f"oam-admin {__version__}",
+                        help="print the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     db_parser = _sub(commands, "db", db.run_db, "start, stop or locate the embedded database",
@@ -158,19 +186,26 @@ def build_parser() -> argparse.ArgumentParser:
             _yes(sub)
 
     login_parser = _sub(commands, "runtime-login", security.run_runtime_login,
-                        "create the runtime application's database login", common)
+                        "create or drop the runtime application's database login", common)
     login_actions = login_parser.add_subparsers(dest="runtime_login_command", metavar="ACTION",
                                                 required=True)
     sub = _sub(login_actions, "create", None,
                "create a login whose only privilege is the schema's runtime role (it reaches "
                "the tables only through the policies)", common)
-    sub.add_argument("--login", required=True, metavar="NAME")
+    sub.add_argument("--login", required=True, metavar="NAME",
+                     help="the login role to create (lower-case letters, digits, underscores)")
     _owner(sub)
     sub.add_argument("--password-stdin", action="store_true",
                      help=f"read the password from standard input (else ${RUNTIME_PASSWORD_ENV})")
+    sub = _sub(login_actions, "drop", None,
+               "drop a runtime login (refused while an application uses it); needs --yes",
+               common)
+    sub.add_argument("--login", required=True, metavar="NAME",
+                     help="the runtime login to drop")
+    _yes(sub)
 
     app_parser = _sub(commands, "application", security.run_application,
-                      "register an application identity", common)
+                      "register, bind, list, rotate or drop application identities", common)
     app_actions = app_parser.add_subparsers(dest="application_command", metavar="ACTION",
                                             required=True)
     for action, text in (
@@ -180,9 +215,17 @@ def build_parser() -> argparse.ArgumentParser:
         ("unbind", "withdraw stores or identity providers from an application"),
         ("token-mode", "require (--on) or stop requiring (--off) identity-provider tokens"),
         ("show", "print an application's login, token mode, stores and identity providers"),
+        ("list", "print every application's login, token mode, stores and identity providers"),
+        ("rotate", "give an application a new key and print its new token once (the old one "
+                   "stops working); needs --yes"),
+        ("drop", "drop an application and its bindings (its token stops working); needs --yes"),
     ):
         sub = _sub(app_actions, action, None, text, common)
-        sub.add_argument("--name", required=True, metavar="APP")
+        if action != "list":
+            sub.add_argument("--name", required=True, metavar="APP",
+                             help="the application's name")
+        if action in ("rotate", "drop"):
+            _yes(sub)
         if action == "create":
             sub.add_argument("--login", required=True, metavar="NAME",
                              help="the runtime login allowed to use the token")
@@ -199,17 +242,21 @@ def build_parser() -> argparse.ArgumentParser:
                                   "user comes with the identity provider's own token")
         if action == "token-mode":
             mode = sub.add_mutually_exclusive_group(required=True)
-            mode.add_argument("--on", dest="require_token", action="store_true")
-            mode.add_argument("--off", dest="require_token", action="store_false")
+            mode.add_argument("--on", dest="require_token", action="store_true",
+                              help="require an identity-provider token for every end user")
+            mode.add_argument("--off", dest="require_token", action="store_false",
+                              help="let the application key vouch for end users itself")
 
     user_parser = _sub(commands, "end-user", security.run_end_user,
-                       "create or drop local end users", common)
+                       "create, drop or list local end users", common)
     user_actions = user_parser.add_subparsers(dest="end_user_command", metavar="ACTION",
                                               required=True)
     for action, text in (("create", "create a local end user"),
-                         ("drop", "drop a local end user and its grants; needs --yes")):
+                         ("drop", "drop a local end user and its grants; needs --yes"),
+                         ("list", "list the local end users")):
         sub = _sub(user_actions, action, None, text, common)
-        sub.add_argument("name", metavar="NAME")
+        if action != "list":
+            sub.add_argument("name", metavar="NAME", help="the local end user's name")
         if action == "drop":
             _yes(sub)
 
@@ -258,6 +305,14 @@ def _refuse_secret_flags(argv: Sequence[str]) -> None:
             )
 
 
+def _unavailable(exc: DatabaseUnavailableError) -> str:
+    """One line: what could not be reached, and the fix."""
+    message = _one_line(exc)
+    if "oam-admin db start" in message:
+        return message
+    return f"{message}; is the server running? (`oam-admin db start` starts the embedded one)"
+
+
 def _one_line(exc: BaseException) -> str:
     for line in str(exc).splitlines():
         if line.strip():
@@ -265,17 +320,30 @@ def _one_line(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def _quiet_driver_logs() -> None:
+    """Connection retries of the driver's pool must not print one warning each: the command
+    reports an unreachable database once."""
+    for name in ("psycopg", "psycopg.pool"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``oam-admin`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     console = Console()
     parser = build_parser()
+    _quiet_driver_logs()
     try:
         _refuse_secret_flags(arguments)
         args = parser.parse_args(arguments)
         console.quiet = bool(getattr(args, "quiet", False))
         handler: Handler = args.handler
         return handler(args, console)
+    except _MissingCommand as exc:
+        sys.stderr.write(exc.parser.format_help())
+        print(f"error: the following arguments are required: "
+              f"{'COMMAND' if exc.parser is parser else 'ACTION'}", file=sys.stderr)
+        return 2
     except _ParseError as exc:
         sys.stderr.write(exc.parser.format_usage())
         print(f"error: {exc}", file=sys.stderr)
@@ -288,6 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except DatabaseUnavailableError as exc:
+        print(f"error: {_unavailable(exc)}", file=sys.stderr)
+        return 1
     except (CliError, Exception) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 1

@@ -1,14 +1,13 @@
 """Deep Data Security commands: policies, runtime logins, applications, end users, grants.
 
 They run as the policy administrator (who owns ``oam_sec`` and is a member of the schema owner
-role; it may also be the schema owner itself). All SQL lives in the SDK's admin API.
+role; it may also be the schema owner itself). They call the SDK's admin API
+(:mod:`oracleagentmemory.core.deepsec.admin` and :mod:`~oracleagentmemory.core.deepsec.identities`).
 """
 
 from __future__ import annotations
 
 import argparse
-
-import psycopg
 
 from oracleagentmemory.admin_cli import identity
 from oracleagentmemory.admin_cli._common import (
@@ -19,6 +18,7 @@ from oracleagentmemory.admin_cli._common import (
     admin_connection,
     admin_url,
     chosen_policies,
+    owner_schema,
     policy_label,
     read_secret,
     require_yes,
@@ -31,21 +31,21 @@ from oracleagentmemory.core.deepsec import (
     Principal,
     add_deep_data_security_policies,
     grant_agent_memory_policies,
+    identities,
     list_agent_memory_granted_policies,
     list_deep_data_security_policies,
     remove_deep_data_security_policies,
     revoke_agent_memory_policies,
 )
 from oracleagentmemory.core.deepsec.policies import POLICY_BY_NAME
-from oracleagentmemory.engines.identifiers import validate_schema_owner
-from oracleagentmemory.engines.postgres import deepsec_admin
+from oracleagentmemory.engines.security_admin import ApplicationInfo
 
 
 def run_policies(args: argparse.Namespace, console: Console) -> int:
     """policies add / remove / list."""
     action: str = args.policies_command
     store_id: str = args.memory_store_id
-    owner: str = args.owner_schema
+    owner = owner_schema(args)
     if action == "list":
         with admin_connection(admin_url(args, console)) as conn:
             installed = list_deep_data_security_policies(conn, owner, store_id)
@@ -70,50 +70,82 @@ def run_policies(args: argparse.Namespace, console: Console) -> int:
 
 
 def run_runtime_login(args: argparse.Namespace, console: Console) -> int:
-    """runtime-login create: a login whose only privilege is the schema's runtime role."""
-    owner = validate_schema_owner(args.owner_schema)
+    """runtime-login create / drop: logins whose only privilege is the schema's runtime role."""
+    if args.runtime_login_command == "drop":
+        require_yes(args, f"runtime-login drop removes login {args.login!r}: a runtime still "
+                          "using it can no longer connect")
+        with admin_connection(admin_url(args, console)) as admin:
+            identities.drop_runtime_login(admin, args.login)
+        console.out(f"runtime login {args.login!r} dropped")
+        return 0
+    owner = owner_schema(args)
     password = read_secret(args, RUNTIME_PASSWORD_ENV, "runtime login password")
-    with admin_connection(admin_url(args, console)) as conn:
+    with admin_connection(admin_url(args, console)) as admin:
         console.progress(f"creating runtime login {args.login!r} for schema {owner!r}")
-        with conn.transaction():
-            deepsec_admin.create_runtime_login(conn, args.login, password, owner)
-    role = deepsec_admin.runtime_role_name(owner)
+        role = identities.create_runtime_login(admin, args.login, password, owner)
     console.out(f"runtime login {args.login!r} created: member of {role!r} only; it reaches the "
                 f"tables of {owner!r} only through installed policies")
     return 0
 
 
-def run_application(args: argparse.Namespace, console: Console) -> int:
-    """application create / bind / unbind / token-mode / show.
+def _show(application: ApplicationInfo) -> str:
+    return (f"{application.name}: login {application.login}, token mode "
+            f"{'on' if application.require_token else 'off'}, stores "
+            f"{', '.join(application.stores) or '-'}, identity providers "
+            f"{', '.join(application.identity_providers) or '-'}")
 
-    ``create`` prints the database access token once, on stdout only.
+
+def _print_token_once(console: Console, token: str) -> None:
+    console.warn("the database access token (on standard output) is shown only this once: "
+                 "store it in your secret manager now (the runtime passes it to "
+                 "create_end_user_security_context)")
+    console.out(token)
+
+
+def run_application(args: argparse.Namespace, console: Console) -> int:
+    """application create / bind / unbind / token-mode / show / list / rotate / drop.
+
+    ``create`` and ``rotate`` print the database access token once, on stdout only.
     """
     action: str = args.application_command
-    with admin_connection(admin_url(args, console)) as conn:
+    if action == "drop":
+        require_yes(args, f"application drop removes application {args.name!r}: its token stops "
+                          "working and its runtime can no longer act for any end user")
+    if action == "rotate":
+        require_yes(args, f"application rotate replaces the key of {args.name!r}: the current "
+                          "token stops working at the runtime's next statement")
+    with admin_connection(admin_url(args, console)) as admin:
+        if action == "list":
+            for application in identities.list_applications(admin):
+                console.out(_show(application))
+            return 0
         if action == "show":
-            shown = deepsec_admin.application_bindings(conn, args.name)
-            console.out(f"{args.name}: login {shown['login']}, token mode "
-                        f"{'on' if shown['require_token'] else 'off'}, stores "
-                        f"{', '.join(shown['stores']) or '-'}, identity providers "
-                        f"{', '.join(shown['identity_providers']) or '-'}")
+            console.out(_show(identities.describe_application(admin, args.name)))
             return 0
         if action == "token-mode":
-            with conn.transaction():
-                deepsec_admin.set_require_token(conn, args.name, args.require_token)
+            identities.set_application_token_mode(admin, args.name, args.require_token)
             console.out(f"application {args.name!r}: token mode "
                         f"{'on' if args.require_token else 'off'}")
+            return 0
+        if action == "drop":
+            if not identities.drop_application(admin, args.name):
+                raise CliError(f"no application {args.name!r} exists")
+            console.out(f"application {args.name!r} dropped")
+            return 0
+        if action == "rotate":
+            console.progress(f"replacing the key of application {args.name!r}")
+            _print_token_once(console, identities.rotate_application_key(admin, args.name))
             return 0
         stores, providers = identity.bindings(args)
         if action in ("bind", "unbind"):
             if not stores and not providers:
                 raise UsageError(f"application {action} needs --store or --idp")
-            with conn.transaction():
-                if action == "bind":
-                    deepsec_admin.bind_application(conn, args.name, stores=stores,
-                                                   identity_providers=providers)
-                else:
-                    deepsec_admin.unbind_application(conn, args.name, stores=stores,
-                                                     identity_providers=providers)
+            if action == "bind":
+                identities.bind_application(admin, args.name, stores=stores,
+                                            identity_providers=providers)
+            else:
+                identities.unbind_application(admin, args.name, stores=stores,
+                                              identity_providers=providers)
             console.out(f"application {args.name!r} {action}: " + ", ".join(
                 [f"store {a}.{b}" for a, b in stores] + [f"idp {i}" for i in providers]))
             return 0
@@ -121,36 +153,30 @@ def run_application(args: argparse.Namespace, console: Console) -> int:
         if not stores:
             console.warn("the application acts for no store until `oam-admin application bind "
                          "--store` names one")
-        try:
-            with conn.transaction():
-                deepsec_admin.install_security_schema(conn)
-                credential = deepsec_admin.create_application(conn, args.name, args.login)
-                deepsec_admin.bind_application(conn, args.name, stores=stores,
-                                               identity_providers=providers)
-                if args.require_token:
-                    deepsec_admin.set_require_token(conn, args.name, True)
-        except psycopg.errors.UniqueViolation:
-            raise CliError(f"application {args.name!r} already exists; its token was shown when "
-                           "it was created and cannot be shown again") from None
-    console.warn("the database access token (on standard output) is shown only this once: "
-                 "store it in your secret manager now (the runtime passes it to "
-                 "create_end_user_security_context)")
-    console.out(credential.token())
+        token = identities.create_application(admin, args.name, args.login, stores=stores,
+                                              identity_providers=providers,
+                                              require_token=args.require_token)
+    _print_token_once(console, token)
     return 0
 
 
 def run_end_user(args: argparse.Namespace, console: Console) -> int:
-    """end-user create / drop: local end users (identity-provider users need none)."""
+    """end-user create / drop / list: local end users (identity-provider users need none)."""
+    action: str = args.end_user_command
+    if action == "list":
+        with admin_connection(admin_url(args, console)) as admin:
+            for name in identities.list_end_users(admin):
+                console.out(name)
+        return 0
     name = check_required_id(args.name, "end user name")
-    if args.end_user_command == "drop":
+    if action == "drop":
         require_yes(args, f"end-user drop removes local end user {name!r} and every grant to it")
-    with admin_connection(admin_url(args, console)) as conn, conn.transaction():
-        if args.end_user_command == "create":
-            deepsec_admin.install_security_schema(conn)
-            created = deepsec_admin.create_end_user(conn, name)
+    with admin_connection(admin_url(args, console)) as admin:
+        if action == "create":
+            created = identities.create_end_user(admin, name)
             console.out(f"local end user {name!r} " + ("created" if created else "already exists"))
             return 0
-        if not deepsec_admin.drop_end_user(conn, name):
+        if not identities.drop_end_user(admin, name):
             raise CliError(f"local end user {name!r} does not exist")
     console.out(f"local end user {name!r} dropped")
     return 0
@@ -176,7 +202,7 @@ def run_grant(args: argparse.Namespace, console: Console) -> int:
     """grant / revoke data roles (installed policies) to local end users and groups."""
     principals = _principals(args)
     store_id: str = args.memory_store_id
-    owner: str = args.owner_schema
+    owner = owner_schema(args)
     with admin_connection(admin_url(args, console)) as conn:
         policies: list[DeepDataSecurityPolicy] | None = chosen_policies(args.policy)
         if policies is None:
@@ -200,7 +226,8 @@ def run_grant(args: argparse.Namespace, console: Console) -> int:
 def run_grants_list(args: argparse.Namespace, console: Console) -> int:
     """grants list: one line per principal with its policies."""
     with admin_connection(admin_url(args, console)) as conn:
-        grants = list_agent_memory_granted_policies(conn, args.memory_store_id, args.owner_schema)
+        grants = list_agent_memory_granted_policies(conn, args.memory_store_id,
+                                                    owner_schema(args))
     for principal, policies in grants:
         console.out(f"{_describe(principal)}: {policy_label(policies)}")
     if not grants:

@@ -6,13 +6,25 @@ import argparse
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
-from oracleagentmemory.admin_cli._common import Console, admin_url, require_yes, sdk_progress
+from oracleagentmemory.admin_cli._common import (
+    CliError,
+    Console,
+    admin_url,
+    policy_label,
+    require_yes,
+    sdk_progress,
+)
 from oracleagentmemory.core import (
     MemoryRetentionConfig,
     OracleDBMemoryStore,
     SchemaPolicy,
     SearchIndexSyncMode,
     SearchStrategy,
+)
+from oracleagentmemory.core.deepsec.admin import (
+    StoreProtection,
+    add_deep_data_security_policies,
+    deep_data_security_protection,
 )
 
 _POLICY_OF = {
@@ -62,8 +74,48 @@ def _describe(store: OracleDBMemoryStore, store_id: str, console: Console) -> No
         console.out(f"{key}: {'none' if value is None else value}")
 
 
+def _protection_before(action: str, url: str, owner: str | None, store_id: str,
+                       console: Console) -> StoreProtection | None:
+    """For upgrade and recreate: what protects the store now (refusing a recreate that would
+    leave a protected store unprotected)."""
+    if action not in ("upgrade", "recreate"):
+        return None
+    protection = deep_data_security_protection(url, owner, store_id)
+    if action == "recreate" and protection.row_security and not protection.may_administer:
+        raise CliError(
+            f"memory store {store_id!r} is protected by Deep Data Security policies and this "
+            "identity cannot administer the oam_sec security schema: recreating it would leave "
+            "the new tables without row-level security and the runtime without access; run "
+            "store recreate as the schema owner that is also a member of the policy "
+            "administrator role (it re-applies the policies and keeps the grants), or remove "
+            "the policies first (oam-admin policies remove); nothing was changed")
+    return protection
+
+
+def _protect_again(action: str, protection: StoreProtection | None, store_id: str, url: str,
+                   console: Console) -> None:
+    """Re-apply the store's policies over its new or upgraded tables (grants are kept)."""
+    if protection is None or not protection.row_security:
+        return
+    if not protection.may_administer or not protection.policies:
+        console.warn(f"memory store {store_id!r} is protected by Deep Data Security policies: "
+                     "run `oam-admin policies add` as the policy administrator so the runtime's "
+                     "column privileges cover the current columns")
+        return
+    chosen = list(protection.policies)
+    console.progress(f"re-applying {policy_label(chosen)} on memory store {store_id!r} "
+                     "(grants are kept)")
+    add_deep_data_security_policies(url, protection.owner_schema, store_id, chosen)
+    console.progress(f"memory store {store_id!r} is protected again: {policy_label(chosen)}")
+
+
 def run_store(args: argparse.Namespace, console: Console) -> int:
-    """create / check / upgrade / recreate one store."""
+    """create / check / upgrade / recreate one store.
+
+    ``upgrade`` and ``recreate`` leave a protected store protected: they re-apply its installed
+    policies (whose grants are kept), and ``recreate`` refuses, before dropping anything, an
+    identity that could not re-apply them.
+    """
     action: str = args.store_command
     store_id: str = args.memory_store_id
     if action == "recreate":
@@ -73,6 +125,7 @@ def run_store(args: argparse.Namespace, console: Console) -> int:
     owner = getattr(args, "owner_schema", None)
     if owner is not None:
         kwargs["schema_owner"] = owner
+    protection = _protection_before(action, url, owner, store_id, console)
     console.progress(f"{_VERB[action]} memory store {store_id!r}")
     with sdk_progress(console):
         store = OracleDBMemoryStore(None, url, schema_policy=_POLICY_OF[action],
@@ -81,10 +134,7 @@ def run_store(args: argparse.Namespace, console: Console) -> int:
         _describe(store, store_id, console)
     finally:
         store.close()
-    if action in ("upgrade", "recreate"):
-        console.progress("if Deep Data Security policies are installed on this store, run "
-                         "`oam-admin policies add` again so the runtime's column privileges "
-                         "cover the current columns")
+    _protect_again(action, protection, store_id, url, console)
     console.progress("done")
     return 0
 

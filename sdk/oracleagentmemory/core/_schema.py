@@ -23,8 +23,6 @@ from oracleagentmemory.errors import (
 
 _log = logging.getLogger(__name__)
 
-MAX_INDEXED_VECTOR_DIM = 2000
-"""Largest dimension an HNSW index on ``vector`` supports (pgvector)."""
 
 
 
@@ -39,6 +37,8 @@ class SchemaRequest:
     search_index_sync: str
     retention: tuple[int | None, int | None] | None
     latest_version: int
+    max_indexed_vector_dim: int
+    """The engine's vector index limit (:class:`EngineCapabilities`)."""
 
 
 def open_schema(engine: Engine, names: StoreNames, policy: SchemaPolicy, security: Any,
@@ -109,9 +109,10 @@ def _options(request: SchemaRequest, registry: RegistryRow | None) -> SchemaOpti
     vector_dim = request.vector_dim if request.vector_dim_given or registry is None else (
         registry.vector_dim if registry.vector_dim is not None else request.vector_dim
     )
-    if vector_dim is not None and vector_dim > MAX_INDEXED_VECTOR_DIM:
+    limit = request.max_indexed_vector_dim
+    if vector_dim is not None and vector_dim > limit:
         raise InvalidArgumentError(
-            f"vector_dim={vector_dim} exceeds {MAX_INDEXED_VECTOR_DIM}, the largest dimension "
+            f"vector_dim={vector_dim} exceeds {limit}, the largest dimension "
             "the vector index supports"
         )
     search_mode = request.search_mode or (registry.search_mode if registry else "vector")

@@ -39,23 +39,24 @@ from oracleagentmemory.core.chunking import DEFAULT_CHUNKER
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy, parse_schema_policy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy, parse_enum
 from oracleagentmemory.core.deepsec.context import active_security_context
-from oracleagentmemory.core.oraclememorystore import OracleMemoryStore
+from oracleagentmemory.core.storebase import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.engines import make_engine
-from oracleagentmemory.engines.base import (
+from oracleagentmemory.engines.identifiers import (
+    store_names,
+    validate_memory_store_id,
+    validate_schema_owner,
+    validate_table_name_prefix,
+)
+from oracleagentmemory.engines.interfaces import (
     UNSET,
+    EndUserContext,
     EngineSession,
     MessageQuery,
     RecordQuery,
     RelationQuery,
     RowPlan,
     SearchPlan,
-)
-from oracleagentmemory.engines.identifiers import (
-    store_names,
-    validate_memory_store_id,
-    validate_schema_owner,
-    validate_table_name_prefix,
 )
 from oracleagentmemory.errors import (
     DuplicateRecordError,
@@ -176,11 +177,12 @@ class OracleDBMemoryStore(OracleMemoryStore):
             raise InvalidArgumentTypeError("chunker must be a TextChunker, a callable or None")
         self._chunker: Chunker | None = chunker
         self._engine = make_engine(pool)
-        self._names = store_names(memory_store_id=store_id, table_name_prefix=prefix,
-                                  schema_owner=owner, fold=self._engine.fold)
-        from oracleagentmemory.engines.postgres.ddl import LATEST_SCHEMA_VERSION
-
+        capabilities = self._engine.capabilities
         try:
+            self._names = store_names(
+                memory_store_id=store_id, table_name_prefix=prefix, schema_owner=owner,
+                fold=capabilities.identifier_fold,
+                max_identifier_length=capabilities.max_identifier_length)
             registry = open_schema(
                 self._engine,
                 self._names,
@@ -192,7 +194,8 @@ class OracleDBMemoryStore(OracleMemoryStore):
                     search_mode=strategy.value if strategy else None,
                     search_index_sync=sync.value,
                     retention=retention,
-                    latest_version=LATEST_SCHEMA_VERSION,
+                    latest_version=capabilities.latest_schema_version,
+                    max_indexed_vector_dim=capabilities.max_indexed_vector_dim,
                 ),
             )
         except BaseException:
@@ -264,14 +267,16 @@ class OracleDBMemoryStore(OracleMemoryStore):
         """In a NO_CHECK store, an omitted user id is the active end user's name."""
         if self._policy is SchemaPolicy.NO_CHECK:
             context = self._security()
-            verified = getattr(context, "verified_username", None)
-            username = verified() if callable(verified) else getattr(context, "username", None)
-            if username == "" or (username is None and callable(verified)):
-                # An identity provider's token names its user only once the database has
-                # verified it: one round trip, the first time this context is used.
-                with self._session():
-                    pass
-                username = verified() if callable(verified) else None
+            if isinstance(context, EndUserContext):
+                username = context.verified_username()
+                if username is None:
+                    # An identity provider's token names its user only once the database has
+                    # verified it: one round trip, the first time this context is used.
+                    with self._session():
+                        pass
+                    username = context.verified_username()
+            else:  # a driver's own context type (oracledb) names its user
+                username = getattr(context, "username", None)
             if isinstance(username, str) and username:
                 return username
         return NOT_SET_MARKER
@@ -537,8 +542,8 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 row = rows.get((hit.record_type, hit.record_id))
                 if row is not None:
                     results.append((record_from_row(row), hit.distance))
-            expand_results(session, self._names, [r for r, _ in results], plans[0],
-                           arguments.num_hops, arguments.max_linked_results)
+            results = expand_results(session, self._names, results, plans[0],
+                                     arguments.num_hops, arguments.max_linked_results)
         return results
 
     def _search_plans(self, strategy: SearchStrategy,
@@ -563,7 +568,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
                     f"{strategy.value} search needs an embedder to embed query; pass "
                     "query_vector or open the store with an embedder"
                 )
-            vectors = list(self._embedder.embed(texts))
+            vectors = list(self._embedder.embed(texts, is_query=True))
         plans = []
         for text, vector in zip(texts, vectors, strict=True):
             plan = base_plan(arguments, strategy.value)

@@ -1,34 +1,39 @@
-"""Database engines. Each engine module is the only place that writes SQL for its database."""
+"""Database engines. Each engine package is the only place that writes SQL for its database.
+
+The core reaches engines only through :mod:`~oracleagentmemory.engines.interfaces` (the
+contracts), :mod:`~oracleagentmemory.engines.registry` (which engine serves a connection) and the
+factories below.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from oracleagentmemory.engines.base import Engine
-from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
+from oracleagentmemory.engines.interfaces import IdentityProviderUser
+from oracleagentmemory.engines.registry import make_engine, recognises_context
+
+if TYPE_CHECKING:
+    from oracleagentmemory.engines.postgres.assertion import PostgresEndUserSecurityContext
 
 
-def make_engine(source: Any) -> Engine:
-    """Pick the engine for ``source``: a psycopg connection or pool, or a ``postgresql://`` URL."""
-    module = type(source).__module__
-    if isinstance(source, str):
-        if source.startswith(("postgresql://", "postgres://")):
-            from oracleagentmemory.engines.postgres import PostgresEngine
+def create_end_user_security_context(database_access_token: str, end_user_identity: Any,
+                                     data_roles: Any = None, attributes: Any = None,
+                                     ) -> PostgresEndUserSecurityContext:
+    """Create a PostgreSQL end-user security context (see
+    :func:`oracleagentmemory.engines.postgres.assertion.create_end_user_security_context`).
 
-            return PostgresEngine(source)
-        raise InvalidArgumentError(
-            "pool: a URL must start with postgresql:// (Oracle takes a pool or "
-                         "connection from oracledb)")
-    if module.startswith(("psycopg", "psycopg_pool")):
-        from oracleagentmemory.engines.postgres import PostgresEngine
-
-        return PostgresEngine(source)
-    if module.startswith("oracledb"):
-        raise NotImplementedError(
-            "the Oracle engine is not available in this release; use PostgreSQL (the embedded "
-            "default) until it lands"
-        )
-    raise InvalidArgumentTypeError(
-        "pool must be a psycopg Connection or psycopg_pool ConnectionPool, a postgresql:// URL, "
-        f"or an oracledb connection or pool; got {type(source).__name__}"
+    On Oracle, use ``oracledb``'s own function of the same name.
+    """
+    from oracleagentmemory.engines.postgres.assertion import (
+        create_end_user_security_context as create,
     )
+
+    return create(database_access_token, end_user_identity, data_roles, attributes)
+
+
+__all__ = [
+    "IdentityProviderUser",
+    "create_end_user_security_context",
+    "make_engine",
+    "recognises_context",
+]

@@ -1,4 +1,7 @@
-"""Validation of every database identifier the SDK builds. Quoting is done by each engine."""
+"""Validation of every database identifier the SDK builds. Quoting is done by each engine.
+
+Length limits come from the engine (``EngineCapabilities.max_identifier_length``).
+"""
 
 from __future__ import annotations
 
@@ -47,12 +50,10 @@ def validate_table_name_prefix(value: object) -> str:
     if not isinstance(value, str):
         raise InvalidArgumentTypeError(
             f"table_name_prefix must be a str, got {type(value).__name__}")
-    longest = max(len(t) for t in MANAGED_TABLES)
-    if not _PREFIX.fullmatch(value) or len(value) + longest > 63:
+    if not _PREFIX.fullmatch(value):
         raise InvalidArgumentError(
-            "table_name_prefix must start with a letter, contain only letters, digits and "
-            f"underscores, and leave room for table names; got {value!r}"
-        )
+            "table_name_prefix must start with a letter and contain only letters, digits and "
+            f"underscores; got {value!r}", argument="table_name_prefix")
     return value
 
 
@@ -80,6 +81,8 @@ class StoreNames:
     store_key: str
     """Registry key: the normalised memory_store_id or prefix ('' for the unprefixed default)."""
     table_prefix: str
+    max_identifier_length: int = 63
+    """The engine's identifier length limit."""
 
     def table(self, name: str) -> str:
         """Unqualified name of managed table ``name``."""
@@ -90,7 +93,7 @@ class StoreNames:
     def object_name(self, suffix: str) -> str:
         """Unqualified name of another managed object (an index), validated."""
         name = f"{self.table_prefix}{suffix}"
-        if not _PREFIX.fullmatch(name) or len(name) > 63:
+        if not _PREFIX.fullmatch(name) or len(name) > self.max_identifier_length:
             raise InvalidArgumentError(f"invalid managed object name {name!r}")
         return name
 
@@ -101,16 +104,28 @@ def store_names(
     table_name_prefix: str | None,
     schema_owner: str | None,
     fold: str,
+    max_identifier_length: int = 63,
 ) -> StoreNames:
-    """Build :class:`StoreNames`; ``fold`` is ``'lower'`` (PostgreSQL) or ``'upper'`` (Oracle)."""
+    """Build :class:`StoreNames`; ``fold`` is ``'lower'`` (PostgreSQL) or ``'upper'`` (Oracle).
+
+    Raises :class:`InvalidArgumentError` when a table name would exceed the engine's limit.
+    """
     def norm(text: str) -> str:
         return text.lower() if fold == "lower" else text.upper()
 
     schema = norm(schema_owner) if schema_owner is not None else None
     if memory_store_id is not None:
-        key = norm(memory_store_id)
-        return StoreNames(schema=schema, store_key=key, table_prefix=f"{key}_")
-    if table_name_prefix is not None:
-        key = norm(table_name_prefix)
-        return StoreNames(schema=schema, store_key=key, table_prefix=key)
-    return StoreNames(schema=schema, store_key="", table_prefix="")
+        key, prefix, argument = norm(memory_store_id), f"{norm(memory_store_id)}_", \
+            "memory_store_id"
+    elif table_name_prefix is not None:
+        key, prefix, argument = norm(table_name_prefix), norm(table_name_prefix), \
+            "table_name_prefix"
+    else:
+        key, prefix, argument = "", "", ""
+    longest = max(len(t) for t in MANAGED_TABLES)
+    if len(prefix) + longest > max_identifier_length:
+        raise InvalidArgumentError(
+            f"{argument} is too long: table names would exceed the database's "
+            f"{max_identifier_length}-character limit; got {key!r}", argument=argument)
+    return StoreNames(schema=schema, store_key=key, table_prefix=prefix,
+                      max_identifier_length=max_identifier_length)

@@ -1,7 +1,15 @@
-"""The engine contract the core speaks to, and the plain-data plans it passes.
+"""The engine contracts the core speaks to, and the plain-data plans it passes.
 
-The core validates arguments and turns each call into plans; an engine turns plans into SQL for
-its database. Every engine offers the same observable behaviour.
+The core validates arguments, owns every engine-neutral rule and turns each call into plans; an
+engine turns plans into SQL for its database and declares what it can do in
+:class:`EngineCapabilities`. Every engine offers the same observable behaviour. The contracts:
+
+- :class:`Engine`: connections, pools and transactions of one database (one per store object);
+- :class:`EngineSession`: the work of one transaction on one store;
+- :class:`EndUserContext`: an engine-level end-user security context;
+- :class:`oracleagentmemory.engines.security_admin.SecurityAdmin`: Deep Data Security admin.
+
+Engines are found through :mod:`oracleagentmemory.engines.registry`.
 """
 
 from __future__ import annotations
@@ -25,6 +33,56 @@ from oracleagentmemory.errors import (  # noqa: F401  (re-exported for engines)
 from oracleagentmemory.filtertree import And
 
 Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class EngineCapabilities:
+    """What an engine supports, declared once; the core reads limits from here."""
+
+    name: str
+    """Short engine name (``"postgresql"``, ``"oracle"``)."""
+    latest_schema_version: int
+    """The managed schema version this engine creates and upgrades to."""
+    identifier_fold: str
+    """Case folding of unquoted identifiers: ``'lower'`` or ``'upper'``."""
+    max_identifier_length: int
+    """Longest identifier (table, index, role name) the database accepts."""
+    max_indexed_vector_dim: int
+    """Largest vector dimension the engine's vector index supports."""
+    search_modes: frozenset[str] = frozenset({"vector", "keyword", "hybrid"})
+    """Search strategies the engine runs (``SearchStrategy`` values)."""
+    search_index_sync_modes: frozenset[str] = frozenset({"on_commit", "manual"})
+    """``SearchIndexSyncMode`` values the engine honours."""
+
+
+class EndUserContext(ABC):
+    """An engine-level end-user security context (what ``create_end_user_security_context``
+    returns). Engines whose driver has its own context type (``oracledb``) recognise that type
+    through :meth:`Engine.recognises_context` instead."""
+
+    kind: str
+    """How the end user is named: ``"local"``, ``"idp"`` or ``"token"``."""
+    username: str
+    """The user name rows carry; empty until verified for a token."""
+
+    @abstractmethod
+    def verified_username(self) -> str | None:
+        """The user name the database verified (``None`` until a token was first verified)."""
+
+
+@dataclass(frozen=True)
+class IdentityProviderUser:
+    """An end user that the application authenticated with identity provider ``provider``.
+
+    The application vouches for the user (its key signs the context); the provider, registered
+    by the admin (``oam-admin idp add``) and bound to the application, is the user's namespace:
+    their rows carry ``"<provider>:<username>"`` and their groups are the provider's groups.
+    Applications in token mode cannot vouch: pass the provider's token (a ``str``) instead.
+    """
+
+    username: str
+    groups: tuple[str, ...] = ()
+    provider: str | None = None
 
 
 class Unset:
@@ -344,8 +402,27 @@ class EngineSession(ABC):
 class Engine(ABC):
     """A database engine behind a connection, a pool or a URL."""
 
-    fold: str
-    """Case folding of unquoted identifiers: ``'lower'`` or ``'upper'``."""
+    capabilities: EngineCapabilities
+    """What this engine supports (limits, latest schema version, search modes)."""
+
+    @property
+    def fold(self) -> str:
+        """Case folding of unquoted identifiers: ``'lower'`` or ``'upper'``."""
+        return self.capabilities.identifier_fold
+
+    @abstractmethod
+    def __init__(self, source: object) -> None:
+        """Take a driver connection or pool, or a URL (see :meth:`accepts`)."""
+
+    @classmethod
+    @abstractmethod
+    def accepts(cls, source: object) -> bool:
+        """Whether ``source`` (a connection, a pool or a URL) belongs to this engine."""
+
+    @classmethod
+    @abstractmethod
+    def recognises_context(cls, security_context: object) -> bool:
+        """Whether ``security_context`` is an end-user context this engine can apply."""
 
     @abstractmethod
     def session(self, security: Any | None = None) -> AbstractContextManager[EngineSession]:

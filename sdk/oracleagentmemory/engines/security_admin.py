@@ -93,6 +93,10 @@ class SecurityAdmin(ABC):
                  traceback: TracebackType | None) -> None:
         self.close()
 
+    @abstractmethod
+    def session_identity(self) -> str:
+        """The database identity this session runs as (its own schema's default name)."""
+
     # --- security schema and stores ----------------------------------------------------------
     @abstractmethod
     def install_security_schema(self) -> None:

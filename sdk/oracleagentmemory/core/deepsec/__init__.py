@@ -18,10 +18,7 @@ from oracleagentmemory.core.deepsec.policies import (
     GlobalMemoriesDeepDataSecurityPolicy,
     UserOwnRowsDeepDataSecurityPolicy,
 )
-from oracleagentmemory.engines.postgres.assertion import (
-    IdentityProviderUser,
-    create_end_user_security_context,
-)
+from oracleagentmemory.engines import IdentityProviderUser, create_end_user_security_context
 from oracleagentmemory.errors import EndUserContextError
 
 __all__ = [

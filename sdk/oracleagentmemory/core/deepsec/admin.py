@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from oracleagentmemory.core._validation import check_required_id
 from oracleagentmemory.core.deepsec._admin_session import (
     admin_transaction,
+    connect_admin,
     require_store,
     store_names_of,
 )
@@ -23,6 +24,22 @@ from oracleagentmemory.engines.security_admin import (
     security_admin_for,
 )
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
+
+__all__ = [
+    "LocalEndUserPrincipal",
+    "OciGroupPrincipal",
+    "Principal",
+    "StoreProtection",
+    "add_deep_data_security_policies",
+    "connect_admin",
+    "deep_data_security_protection",
+    "get_end_user_username",
+    "grant_agent_memory_policies",
+    "list_agent_memory_granted_policies",
+    "list_deep_data_security_policies",
+    "remove_deep_data_security_policies",
+    "revoke_agent_memory_policies",
+]
 
 
 class Principal:
@@ -220,30 +237,34 @@ def list_agent_memory_granted_policies(
 class StoreProtection:
     """What protects a store: row-level security, its installed policies, who may re-apply them.
 
-    ``policies`` is empty when the identity that asked cannot read the security schema.
+    ``owner_schema`` is the store's schema as the database names it; ``policies`` is empty
+    when the identity that asked may not administer the security schema (it cannot read it).
     """
 
+    owner_schema: str
     row_security: bool
     policies: tuple[DeepDataSecurityPolicy, ...]
     may_administer: bool
 
 
-def deep_data_security_protection(connection: object, owner_schema: str,
+def deep_data_security_protection(connection: object, owner_schema: str | None,
                                   memory_store_id: str) -> StoreProtection:
     """Whether a store is protected and whether this identity may re-apply its policies.
 
     Any admin identity may ask (the schema owner too): a store is protected when row-level
-    security is on for any of its tables.
+    security is on for any of its tables. ``owner_schema=None`` means the identity's own schema.
     """
-    names = store_names_of(owner_schema, memory_store_id)
     with admin_transaction(connection, "deep_data_security_protection") as admin:
-        if not admin.store_exists(names):
-            return StoreProtection(False, (), admin.may_administer_security())
-        protected = admin.store_has_row_security(names)
+        names = store_names_of(owner_schema or admin.session_identity(), memory_store_id)
+        assert names.schema is not None
         may_administer = admin.may_administer_security()
+        if not admin.store_exists(names):
+            return StoreProtection(names.schema, False, (), may_administer)
+        protected = admin.store_has_row_security(names)
         found = admin.installed_policy_names(names) if may_administer else []
-    return StoreProtection(protected, tuple(POLICY_BY_NAME[n] for n in found
-                                            if n in POLICY_BY_NAME), may_administer)
+    return StoreProtection(names.schema, protected,
+                           tuple(POLICY_BY_NAME[n] for n in found if n in POLICY_BY_NAME),
+                           may_administer)
 
 
 def get_end_user_username(connection: object) -> str | None:

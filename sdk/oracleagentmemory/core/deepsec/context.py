@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from oracleagentmemory.engines.registry import recognises_context
 from oracleagentmemory.errors import EndUserContextError, InvalidArgumentTypeError
 
 
@@ -57,9 +58,7 @@ class OracleMemoryEndUserSecurityContext:
         if security_context is None:
             raise InvalidArgumentTypeError(
                 "security_context must be an end-user security context, not None")
-        is_postgres_context = hasattr(security_context, "username") and callable(
-            getattr(security_context, "assertion", None))
-        if not is_postgres_context and not _is_oracledb_context(security_context):
+        if not recognises_context(security_context):
             raise InvalidArgumentTypeError(
                 "security_context must come from create_end_user_security_context, got "
                 f"{type(security_context).__name__}"
@@ -98,7 +97,3 @@ class OracleMemoryEndUserSecurityContext:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         traceback: TracebackType | None) -> None:
         self.__exit__(exc_type, exc, traceback)
-
-
-def _is_oracledb_context(value: Any) -> bool:
-    return type(value).__module__.startswith("oracledb")

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from oracleagentmemory.engines.interfaces import EndUserContext, IdentityProviderUser
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 TOKEN_PREFIX = "oamapp1"
@@ -67,22 +68,7 @@ def padded_keys(key: bytes) -> tuple[bytes, bytes]:
 
 
 @dataclass(frozen=True)
-class IdentityProviderUser:
-    """An end user that the application authenticated with identity provider ``provider``.
-
-    The application vouches for the user (its key signs the context); the provider, registered
-    by the admin (``oam-admin idp add``) and bound to the application, is the user's namespace:
-    their rows carry ``"<provider>:<username>"`` and their groups are the provider's groups.
-    Applications in token mode cannot vouch: pass the provider's token (a ``str``) instead.
-    """
-
-    username: str
-    groups: tuple[str, ...] = ()
-    provider: str | None = None
-
-
-@dataclass(frozen=True)
-class PostgresEndUserSecurityContext:
+class PostgresEndUserSecurityContext(EndUserContext):
     """Who the end user is, for which application, with which groups and requested data roles."""
 
     credential: ApplicationCredential = field(repr=False)

@@ -91,6 +91,7 @@ __all__ = [
     "runtime_login_drift",
     "runtime_role_name",
     "security_schema_installed",
+    "session_identity",
     "set_require_token",
     "store_exists",
     "store_has_row_security",
@@ -126,6 +127,13 @@ def install_security_schema(conn: Conn) -> None:
 def security_schema_installed(conn: Conn) -> bool:
     """Whether the ``oam_sec`` security schema is installed."""
     return conn.execute("SELECT to_regclass('oam_sec.data_role') IS NOT NULL").fetchone() == (True,)
+
+
+def session_identity(conn: Conn) -> str:
+    """``current_user`` of the connection."""
+    row = conn.execute("SELECT current_user").fetchone()
+    assert row is not None
+    return str(row[0])
 
 
 def may_administer_security(conn: Conn) -> bool:

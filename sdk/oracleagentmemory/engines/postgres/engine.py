@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 import threading
 import weakref
 from collections.abc import Iterator
@@ -11,19 +13,86 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.pq import TransactionStatus
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from oracleagentmemory.engines.base import Engine
+from oracleagentmemory.engines.interfaces import EndUserContext, Engine, EngineCapabilities
+from oracleagentmemory.engines.postgres.assertion import PostgresEndUserSecurityContext
 from oracleagentmemory.engines.postgres.context_sql import (
     apply_security_context,
     clear_security_context,
     context_transaction,
 )
+from oracleagentmemory.engines.postgres.ddl import LATEST_SCHEMA_VERSION
+from oracleagentmemory.engines.postgres.driver_errors import UNAVAILABLE_HINT, translate
 from oracleagentmemory.engines.postgres.search import ScanChoices
 from oracleagentmemory.engines.postgres.session import PostgresSession
-from oracleagentmemory.errors import DatabaseUnavailableError, InvalidArgumentTypeError
+from oracleagentmemory.errors import (
+    DatabaseUnavailableError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    SecurityContextError,
+)
 
 DEFAULT_POOL_MAX_SIZE = 8
+DEFAULT_CONNECT_TIMEOUT = 5.0
+"""Seconds to wait for the database when opening a pool from a URL (``OAM_CONNECT_TIMEOUT``)."""
+
+CAPABILITIES = EngineCapabilities(
+    name="postgresql",
+    latest_schema_version=LATEST_SCHEMA_VERSION,
+    identifier_fold="lower",
+    max_identifier_length=63,
+    max_indexed_vector_dim=2000,  # pgvector's HNSW limit for ``vector``
+)
+
+
+def connect_timeout() -> float:
+    """The connection bound: ``OAM_CONNECT_TIMEOUT`` seconds, default 5."""
+    raw = os.environ.get("OAM_CONNECT_TIMEOUT")
+    if raw is None:
+        return DEFAULT_CONNECT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidArgumentError(
+            f"OAM_CONNECT_TIMEOUT must be a positive number of seconds, got {raw!r}")
+    return value
+
+
+def _open_pool(url: str) -> ConnectionPool[Any]:
+    """A pool for ``url``, once one connection proved the database answers within the bound.
+
+    The probe fails once, fast and quietly: a pool would retry in the background until its
+    timeout, logging every attempt.
+    """
+    timeout = connect_timeout()
+    seconds = max(1, math.ceil(timeout))  # libpq takes whole seconds
+    try:
+        with psycopg.connect(url, connect_timeout=seconds):
+            pass
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailableError(
+            f"cannot connect to the database within {timeout:g} s: {_first_line(exc)}",
+            hint=UNAVAILABLE_HINT) from None
+    pool: ConnectionPool[Any] = ConnectionPool(
+        url, min_size=1, max_size=DEFAULT_POOL_MAX_SIZE, open=False, name="oracleagentmemory",
+        kwargs={"connect_timeout": seconds}, reconnect_timeout=timeout,
+    )
+    try:
+        pool.open(wait=True, timeout=timeout)
+    except PoolTimeout:
+        pool.close()
+        raise DatabaseUnavailableError(
+            f"the database did not accept a pool connection within {timeout:g} s",
+            hint=UNAVAILABLE_HINT) from None
+    return pool
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _has_vector_type(conn: psycopg.Connection[Any]) -> bool:
@@ -39,7 +108,16 @@ class PostgresEngine(Engine):
     and owns a pool, closed by :meth:`close`).
     """
 
-    fold = "lower"
+    capabilities = CAPABILITIES
+
+    @classmethod
+    def accepts(cls, source: object) -> bool:
+        return isinstance(source, (psycopg.Connection, ConnectionPool)) or (
+            isinstance(source, str) and source.startswith(("postgresql://", "postgres://")))
+
+    @classmethod
+    def recognises_context(cls, security_context: object) -> bool:
+        return isinstance(security_context, PostgresEndUserSecurityContext)
 
     def __init__(self, source: object) -> None:
         self._pool: ConnectionPool[Any] | None = None
@@ -49,10 +127,7 @@ class PostgresEngine(Engine):
         self._vector_ready: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
         self.scan_choices = ScanChoices()
         if isinstance(source, str):
-            self._pool = ConnectionPool(
-                source, min_size=1, max_size=DEFAULT_POOL_MAX_SIZE, open=True,
-                name="oracleagentmemory",
-            )
+            self._pool = _open_pool(source)
             self._owns_pool = True
         elif isinstance(source, ConnectionPool):
             self._pool = source
@@ -64,20 +139,22 @@ class PostgresEngine(Engine):
                 f"postgresql:// URL, got {type(source).__name__}"
             )
 
-    @property
-    def single_session(self) -> bool:
-        """Whether the engine runs on one raw connection (calls serialised)."""
-        return self._conn is not None
-
     @contextmanager
     def session(self, security: Any | None = None) -> Iterator[PostgresSession]:
-        if self._pool is not None:
-            with self._pool.connection() as conn:
-                yield from self._transaction(conn, security)
-        else:
-            assert self._conn is not None
-            with self._lock:
-                yield from self._transaction(self._conn, security)
+        if security is not None and not isinstance(security, EndUserContext):
+            raise SecurityContextError(
+                "this end-user security context is not a PostgreSQL context; create it with "
+                "oracleagentmemory.core.deepsec.create_end_user_security_context")
+        try:
+            if self._pool is not None:
+                with self._pool.connection() as conn:
+                    yield from self._transaction(conn, security)
+            else:
+                assert self._conn is not None
+                with self._lock:
+                    yield from self._transaction(self._conn, security)
+        except (psycopg.Error, PoolTimeout, PoolClosed) as exc:
+            raise translate(exc) from exc
 
     def _transaction(self, conn: psycopg.Connection[Any],
                      security: Any | None) -> Iterator[PostgresSession]:

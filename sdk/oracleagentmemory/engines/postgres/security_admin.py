@@ -81,6 +81,9 @@ class PostgresSecurityAdmin(SecurityAdmin):
         if self._owned:
             self._conn.close()
 
+    def session_identity(self) -> str:
+        return sql_admin.session_identity(self._conn)
+
     # --- security schema and stores ----------------------------------------------------------
     def install_security_schema(self) -> None:
         sql_admin.install_security_schema(self._conn)

@@ -1,0 +1,48 @@
+"""Translate psycopg's errors into the SDK's typed errors (no raw driver error leaves the SDK)."""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import errors as pg
+from psycopg_pool import PoolClosed, PoolTimeout
+
+from oracleagentmemory.errors import (
+    DatabaseError,
+    DatabaseUnavailableError,
+    MemoryStoreSchemaError,
+    NotPermittedError,
+    OperationTimeoutError,
+    OracleAgentMemoryError,
+)
+
+UNAVAILABLE_HINT = ("check that the database is running and the URL is right (the embedded "
+                    "database starts with `oam-admin db start`)")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def translate(exc: psycopg.Error | PoolTimeout | PoolClosed) -> OracleAgentMemoryError:
+    """The typed error for a driver error (the caller raises it ``from exc``)."""
+    detail = _first_line(exc)
+    if isinstance(exc, PoolClosed):
+        return DatabaseError(f"the connection pool is closed (was the store closed?): {detail}")
+    if isinstance(exc, PoolTimeout) or isinstance(exc, psycopg.OperationalError) and not isinstance(
+            exc, pg.QueryCanceled):
+        return DatabaseUnavailableError(f"the database is unavailable: {detail}",
+                                        hint=UNAVAILABLE_HINT)
+    if isinstance(exc, pg.InsufficientPrivilege):
+        if "row-level security" in detail:
+            return NotPermittedError(
+                f"the store's row security does not allow this write for the end user ({detail})")
+        return NotPermittedError(f"the database refused this operation ({detail})")
+    if isinstance(exc, (pg.UndefinedTable, pg.UndefinedColumn, pg.UndefinedFunction,
+                        pg.InvalidSchemaName)):
+        return MemoryStoreSchemaError(
+            f"the store's managed objects are missing or not visible to this database user "
+            f"(check memory_store_id and schema_owner, and that the store was created): {detail}")
+    if isinstance(exc, pg.QueryCanceled):
+        return OperationTimeoutError(f"the database cancelled the statement ({detail})")
+    return DatabaseError(f"database error: {detail}")
