@@ -324,13 +324,18 @@ def candidate_sql(corpus: Corpus, plan: SearchPlan, exact: bool, scoped: bool = 
 
 SEQUENTIAL = ("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off; "
               "SET LOCAL enable_indexonlyscan = off")
+THROUGH_HNSW = ("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; "
+                "SET LOCAL enable_sort = off")
+"""Steers the ``hnsw`` ways onto the HNSW index even where the planner would rather scan the
+user's chunks (a selective user filter): the filtered HNSW scan at its hardest."""
 WAYS = ("exact", "planner", "scoped", "hnsw")
 """Raw-SQL ways of running a plan: ``exact`` = the exact statement (exact order, parents joined
 before the sort), sequential scans only: the baseline; ``planner`` = the same statement with the
 planner's choice of index (no HNSW can serve the order); ``scoped`` = the store's exact scoped
 statement (what it runs when the user filter keeps few chunks; vector mode only); ``hnsw`` = the
 approximate statement the store runs when the user filter keeps many chunks (vector mode only),
-``hnsw-efN`` the same with ``hnsw.ef_search = N``; ``store-exact`` and ``store-hnsw`` = the
+forced onto the HNSW index (:data:`THROUGH_HNSW`), ``hnsw-efN`` the same with
+``hnsw.ef_search = N``; ``store-exact`` and ``store-hnsw`` = the
 statement the store runs here (for EXPLAIN)."""
 VECTOR_ONLY_WAYS = ("scoped", "hnsw")
 
@@ -349,6 +354,8 @@ def run_sql(conn: psycopg.Connection[Any], corpus: Corpus, plan: SearchPlan, way
             conn.execute(SEQUENTIAL)
         else:
             pg_search._configure(conn, budget)
+        if way.startswith("hnsw"):
+            conn.execute(THROUGH_HNSW)
         if way.startswith("hnsw-ef"):
             conn.execute("SELECT set_config('hnsw.ef_search', %s, true)",
                          [way.removeprefix("hnsw-ef")])

@@ -296,8 +296,9 @@ def test_create_if_necessary_upgrades_a_store_created_at_an_earlier_version(
     assert registry["vector_dim"] == 3
     assert "search_tsv" in _columns(pg_url, chunks)
     indexes = _indexes(pg_url, chunks)
-    assert {f"{chunks}_tsv_ix", f"{chunks}_scope_ix", f"{chunks}_hnsw_ix"} <= indexes
+    assert {f"{chunks}_tsv_ix", f"{chunks}_vector_scope_ix", f"{chunks}_hnsw_ix"} <= indexes
     assert f"{chunks}_user_ix" not in indexes  # version 2's, replaced by version 3
+    assert f"{chunks}_scope_ix" not in indexes  # version 3's, replaced by version 5
     record = upgraded.get("memory", "m1")
     assert record is not None and record.content == "alpha beta"
     with psycopg.connect(pg_url) as conn:
@@ -522,7 +523,7 @@ def test_upgrading_to_version_4_puts_the_owner_into_every_key(
     upgraded = make_store(memory_store_id=store_id,
                           schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
 
-    assert upgraded.schema_version == LATEST_SCHEMA_VERSION == 4
+    assert upgraded.schema_version == LATEST_SCHEMA_VERSION >= 4
     with psycopg.connect(pg_url) as conn:
         owners = conn.execute(f"SELECT id, user_id FROM {link} ORDER BY id").fetchall()
         foreign = conn.execute("SELECT count(*) FROM pg_constraint WHERE conrelid = %s::regclass "
@@ -536,3 +537,37 @@ def test_upgrading_to_version_4_puts_the_owner_into_every_key(
     assert [r.id for r in upgraded.list_relations()] == ["r1", "r2"]
     upgraded.delete("memory", "a2")  # deleting a memory deletes its links (no foreign keys)
     assert upgraded.list_relations() == []
+
+
+def test_upgrading_to_version_5_moves_the_embeddings_into_the_scope_index(
+    make_store: StoreFactory, pg_url: str
+) -> None:
+    store_id = new_store_id()
+    _create_at_version(pg_url, store_id, 4, vector_dim=3)
+    chunks = f"{store_id}_record_chunks"
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f"INSERT INTO {store_id}_memory (id, record_type, user_id, content) VALUES "
+                     "('a1', 'memory', 'alice', 'x'), ('a2', 'memory', 'alice', 'y'), "
+                     "('b1', 'memory', 'bob', 'z')")
+        conn.execute(f"INSERT INTO {chunks} (record_type, record_id, chunk_no, chunk_text, "
+                     "user_id, embedding) VALUES ('memory', 'a1', 0, 'x', 'alice', '[1,0,0]'), "
+                     "('memory', 'a2', 0, 'y', 'alice', '[0,1,0]'), "
+                     "('memory', 'b1', 0, 'z', 'bob', '[1,0.1,0]')")
+
+    def indexes() -> dict[str, str]:
+        with psycopg.connect(pg_url) as conn:
+            rows = conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s",
+                                [chunks]).fetchall()
+        return {str(name): str(definition) for name, definition in rows}
+
+    assert f"{store_id}_record_chunks_scope_ix" in indexes()  # the version-4 layout
+    upgraded = make_store(memory_store_id=store_id,
+                          schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+
+    assert upgraded.schema_version == LATEST_SCHEMA_VERSION == 5
+    after = indexes()
+    assert "INCLUDE (record_id, embedding)" in after[f"{store_id}_record_chunks_vector_scope_ix"]
+    assert f"{store_id}_record_chunks_scope_ix" not in after
+    found = upgraded.search(None, 2, query_vector=[1.0, 0.0, 0.0], user_id="alice",
+                            exact_user_match=True, record_types={"memory"})
+    assert [record.id for record, _ in found] == ["a1", "a2"]  # bob's b1 is nearer than a2

@@ -15,7 +15,16 @@ from oracleagentmemory.engines.base import SchemaOptions
 from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.postgres import names as q
 
-LATEST_SCHEMA_VERSION = 4
+LATEST_SCHEMA_VERSION = 5
+
+SCOPED_VECTOR_MAX_DIM = 400
+"""The largest embedding dimension the chunks' scope index carries (version 5).
+
+A B-tree entry holds at most 2,704 bytes (8 kB pages). The scope index entry holds the user id
+and the record id (at most 128 characters each, so at most 512 bytes in UTF-8), the record type
+and the embedding (``8 + 4 * dim`` bytes): with 400 dimensions the worst case is about 2,680
+bytes. Larger embeddings stay in the table only.
+"""
 
 _TIME_COLUMNS = """
     event_ts timestamptz,
@@ -223,6 +232,45 @@ def _version_4(conn: Connection[object], names: StoreNames, options: SchemaOptio
     ).format(q.index(names, "message_owner_seq_uq"), t("message")))
 
 
+def _embedding_dim(conn: Connection[object], names: StoreNames) -> int | None:
+    """The dimension of the chunks' ``embedding`` column, or ``None`` without one."""
+    row: Any = conn.execute(
+        "SELECT a.atttypmod FROM pg_attribute a WHERE a.attrelid = %s::regclass "
+        "AND a.attname = 'embedding' AND NOT a.attisdropped",
+        [q.table(names, "record_chunks").as_string(conn)],
+    ).fetchone()
+    return int(row[0]) if row is not None and row[0] > 0 else None
+
+
+def add_scoped_vector_index(conn: Connection[object], names: StoreNames) -> None:
+    """The chunks' scope index with the embedding too, when the dimension allows it.
+
+    ``(user_id, record_type) INCLUDE (record_id, embedding)``: a user's vectors are one index
+    range, so the exact scoped search (``search._scoped_vector_arm``) reads them with an
+    index-only scan instead of visiting a heap page per chunk (a user's chunks are scattered over
+    the table, written among every other user's). The index replaces the version-3 scope index,
+    whose keys and included record id it repeats (one index to maintain on writes). Index-only
+    needs the visibility map: pages written since the last vacuum are still read from the heap
+    (autovacuum sets them after inserts), so results never depend on it. Embeddings over
+    :data:`SCOPED_VECTOR_MAX_DIM` dimensions do not fit a B-tree entry: those stores keep the
+    version-3 index.
+    """
+    dim = _embedding_dim(conn, names)
+    if dim is None or dim > SCOPED_VECTOR_MAX_DIM:
+        return
+    conn.execute(sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {} ON {} (user_id, record_type) "
+        "INCLUDE (record_id, embedding)"
+    ).format(q.index(names, "record_chunks_vector_scope_ix"), q.table(names, "record_chunks")))
+    conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
+        q.index_qualified(names, "record_chunks_scope_ix")))
+
+
+def _version_5(conn: Connection[object], names: StoreNames, options: SchemaOptions) -> None:
+    """A user's embeddings in the chunks' scope index (:func:`add_scoped_vector_index`)."""
+    add_scoped_vector_index(conn, names)
+
+
 def add_vector_index(conn: Connection[object], names: StoreNames) -> None:
     """HNSW index (cosine distance) on the chunk embeddings."""
     conn.execute(
@@ -238,12 +286,13 @@ def add_embedding_column(conn: Connection[object], names: StoreNames, dim: int) 
         sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS embedding vector({})").format(
             q.table(names, "record_chunks"), sql.Literal(dim))
     )
+    add_scoped_vector_index(conn, names)
 
 
 SchemaStep = Callable[[Connection[object], StoreNames, SchemaOptions], None]
 
 SCHEMA_STEPS: dict[int, SchemaStep] = {
-    1: _version_1, 2: _version_2, 3: _version_3, 4: _version_4}
+    1: _version_1, 2: _version_2, 3: _version_3, 4: _version_4, 5: _version_5}
 """Step ``n`` upgrades a store from version ``n - 1`` to ``n``."""
 
 REGISTRY_DDL = sql.SQL(
