@@ -37,15 +37,17 @@ Goal: on/off at most 1.2x at p50 and p95 for each operation.
 Usage::
 
     .venv/bin/python bench/rls_overhead.py [--users 100] [--per-user 1000] [--iterations 300]
-                                           [--warmup 30] [--dim 384] [--url SUPERUSER_URL]
+                                           [--warmup 30] [--dim 384]
+                                           [--url SUPERUSER_URL | --data-dir DIR]
                                            [--store-id ID [--keep]]
 
-Without ``--url`` the embedded PostgreSQL is started in a temporary directory and stopped at the
-end. With ``--url`` the URL must be a superuser's (identities are created as in the tests); the
-store is dropped at the end unless ``--keep`` (a later run with the same ``--store-id`` and
-``--keep`` reuses it). The embedded server requires passwords: the bench connects as each role
-with the tests' password (``tests/dds.py``: ``url_as`` names a password file). The HNSW index is
-built after the load; loading 100k memories takes about two minutes here.
+Without ``--url`` the embedded PostgreSQL is started in a temporary directory (``--data-dir``:
+in that directory, kept) and stopped at the end. With ``--url`` the URL must be a superuser's
+(identities are created as in the tests); the store is dropped at the end unless ``--keep`` (a
+later run with the same ``--store-id`` and ``--keep`` reuses it). The embedded server requires
+passwords: the bench connects as each role with the tests' password (``tests/dds.py``:
+``url_as`` names a password file). The HNSW index is built after the load; loading 100k
+memories takes about two minutes here.
 """
 
 from __future__ import annotations
@@ -70,9 +72,9 @@ from psycopg_pool import ConnectionPool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from _embedded import add_server_arguments, bench_server  # noqa: E402
 from dds import OWNER, POLICIES, DdsEnvironment, setup_environment  # noqa: E402
 from oam_policies import SHIPPED_POLICIES  # noqa: E402
-from oracleagentmemory import embedded  # noqa: E402
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy  # noqa: E402
 from oracleagentmemory.core.dbsearch import SearchStrategy  # noqa: E402
 from oracleagentmemory.core.deepsec import (  # noqa: E402
@@ -593,19 +595,12 @@ def main(argv: list[str] | None = None) -> int:
                                            "an earlier --keep run is reused")
     parser.add_argument("--keep", action="store_true",
                         help="keep the store (and reuse it when it exists)")
-    parser.add_argument("--url", help="a superuser's PostgreSQL URL (default: a temporary "
-                                      "embedded server)")
+    add_server_arguments(parser, "a superuser's PostgreSQL URL (default: an embedded server)")
     args = parser.parse_args(argv)
     if min(args.users, args.per_user, args.iterations, args.dim) < 1 or args.warmup < 0:
         parser.error("--users, --per-user, --iterations and --dim must be positive")
 
-    tmpdir: tempfile.TemporaryDirectory[str] | None = None
-    url = args.url
-    if url is None:
-        tmpdir = tempfile.TemporaryDirectory(prefix="oam-bench-")
-        print(f"starting embedded PostgreSQL in {tmpdir.name} ...", flush=True)
-        url = embedded.start(Path(tmpdir.name) / "pgdata").url
-    try:
+    with bench_server(args.url, args.data_dir) as url:
         env = setup_environment(url)
         print(f"{args.users} users x {args.per_user:,} memories, {args.dim}-d random unit "
               f"embeddings, {args.iterations} timed calls per operation per side after "
@@ -633,10 +628,6 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if not args.keep:
                 drop(env, corpus)
-    finally:
-        if tmpdir is not None:
-            embedded.stop(Path(tmpdir.name) / "pgdata")
-            tmpdir.cleanup()
     return 0
 
 
