@@ -235,13 +235,12 @@ def drop_runtime_login(conn: Conn, login: str) -> None:
     """
     row = conn.execute(
         "SELECT r.rolcanlogin, ARRAY(SELECT g.rolname FROM pg_auth_members m JOIN pg_roles g "
-        "ON g.oid = m.roleid WHERE m.member = r.oid ORDER BY 1), "
-        "EXISTS (SELECT 1 FROM pg_auth_members m WHERE m.roleid = r.oid) "
+        "ON g.oid = m.roleid WHERE m.member = r.oid ORDER BY 1) "
         "FROM pg_roles r WHERE r.rolname = %s", [login]).fetchone()
     if row is None:
         raise InvalidArgumentError(f"no runtime login {login!r} exists", argument="login")
-    can_login, memberships, has_members = row
-    if not can_login or has_members or not memberships or not all(
+    can_login, memberships = row
+    if not can_login or not memberships or not all(
             m.endswith("_oam_runtime") for m in memberships):
         raise InvalidArgumentError(
             f"role {login!r} is not a runtime login (a login that is only a member of a "
