@@ -6,6 +6,7 @@ binds it to one psycopg connection of the admin identity.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -16,6 +17,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.postgres import deepsec_admin as sql_admin
+from oracleagentmemory.engines.postgres.engine import connect_timeout
 from oracleagentmemory.engines.security_admin import (
     ApplicationInfo,
     DataRoleGrant,
@@ -25,20 +27,18 @@ from oracleagentmemory.engines.security_admin import (
 )
 from oracleagentmemory.errors import DatabaseUnavailableError, InvalidArgumentTypeError
 
-CONNECT_TIMEOUT_SECONDS = 5
-"""How long an admin connection opened from a URL may take (unless the URL sets its own)."""
-
 
 def connect_admin(url: str) -> psycopg.Connection[Any]:
     """An autocommit connection for ``url``, or :class:`DatabaseUnavailableError` within the
-    connect timeout (one error, whatever the number of addresses tried)."""
+    engine's connect bound (``OAM_CONNECT_TIMEOUT``, default 5 s; a ``connect_timeout`` in the
+    URL wins), reported once whatever the number of addresses tried."""
     try:
         options = conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
         raise InvalidArgumentTypeError(f"connection: not a valid postgresql:// URL ({exc})",
                                        argument="connection") from None
     extra: dict[str, Any] = {} if "connect_timeout" in options \
-        else {"connect_timeout": CONNECT_TIMEOUT_SECONDS}
+        else {"connect_timeout": max(1, math.ceil(connect_timeout()))}
     try:
         return psycopg.connect(url, autocommit=True, **extra)
     except psycopg.OperationalError as exc:
