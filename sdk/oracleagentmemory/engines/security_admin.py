@@ -13,6 +13,7 @@ Each engine implements the contract; :func:`security_admin_for` picks it for a c
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -24,7 +25,7 @@ from typing import Any, Literal
 from oam_policies.model import DataRolePolicy
 
 from oracleagentmemory.engines.identifiers import StoreNames
-from oracleagentmemory.errors import InvalidArgumentTypeError
+from oracleagentmemory.errors import InvalidArgumentTypeError, UnsupportedEngineError
 
 PrincipalKind = Literal["user", "group"]
 """A local end user (``user``) or an identity-provider group (``group``)."""
@@ -255,27 +256,34 @@ class SecurityAdmin(ABC):
         """The end user the database sees on this connection (``None`` outside a context)."""
 
 
+_IMPLEMENTATIONS = {
+    "postgresql": "oracleagentmemory.engines.postgres.security_admin:PostgresSecurityAdmin",
+}
+"""Engine name (as registered in :mod:`oracleagentmemory.engines.registry`) -> its admin class."""
+
+
 def security_admin_for(connection: object) -> SecurityAdmin:
     """The :class:`SecurityAdmin` of the engine that ``connection`` belongs to.
 
-    ``connection`` is a driver connection of the admin identity (left open on exit) or a
-    ``postgresql://`` URL (connected with a bounded timeout, closed on exit). An existing
-    :class:`SecurityAdmin` is returned as is.
+    ``connection`` is a driver connection of the admin identity (left open on exit) or a URL
+    the engine opens itself (connected within the engine's bound, closed on exit). An existing
+    :class:`SecurityAdmin` is returned as is. The engine is recognised by the registry, and its
+    implementation imported only now.
     """
     if isinstance(connection, SecurityAdmin):
         return connection
-    module = type(connection).__module__
-    if (isinstance(connection, str)
-            and connection.startswith(("postgresql://", "postgres://"))) \
-            or module.startswith("psycopg"):
-        from oracleagentmemory.engines.postgres.security_admin import PostgresSecurityAdmin
+    from oracleagentmemory.engines.registry import engine_entries
 
-        return PostgresSecurityAdmin.for_connection(connection)
-    if module.startswith("oracledb"):
-        raise NotImplementedError(
-            "security administration on Oracle is not available in this release; use "
-            "PostgreSQL (the embedded default) until the Oracle engine lands"
-        )
-    raise InvalidArgumentTypeError(
-        "connection must be a psycopg Connection or a postgresql:// URL of the admin identity, "
-        f"got {type(connection).__name__}", argument="connection")
+    entry = next((e for e in engine_entries() if e.accepts(connection)), None)
+    if entry is not None and entry.unavailable is not None:
+        raise UnsupportedEngineError(entry.unavailable)
+    path = None if entry is None else _IMPLEMENTATIONS.get(entry.name)
+    if path is None:
+        raise InvalidArgumentTypeError(
+            "connection must be a psycopg Connection or a postgresql:// URL of the admin "
+            f"identity, got {type(connection).__name__}", argument="connection")
+    module_name, class_name = path.split(":")
+    implementation = getattr(importlib.import_module(module_name), class_name)
+    admin = implementation.for_connection(connection)
+    assert isinstance(admin, SecurityAdmin)
+    return admin
