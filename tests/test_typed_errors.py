@@ -1,0 +1,147 @@
+"""Errors the public API raises are typed; no raw driver error escapes; a database that is
+down is reported within the connection bound, once."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
+from oracleagentmemory.errors import (
+    DatabaseUnavailableError,
+    DuplicateRecordError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    MemoryStoreSchemaError,
+    NotPermittedError,
+    OracleAgentMemoryError,
+)
+
+from tests.conftest import new_store_id
+
+BOUND_SLACK = 3.0
+"""Seconds allowed above the connection bound (interpreter, libpq, a loaded machine)."""
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A TCP server that accepts connections and never answers (a hung database)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield int(server.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+def test_a_database_that_refuses_connections_is_reported_once_and_fast(
+        caplog: pytest.LogCaptureFixture) -> None:
+    url = f"postgresql://nobody@127.0.0.1:{_closed_port()}/oam"
+    caplog.set_level(logging.DEBUG)
+    started = time.monotonic()
+    with pytest.raises(DatabaseUnavailableError, match="oam-admin db start") as raised:
+        OracleDBMemoryStore(None, url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+    assert time.monotonic() - started < 5.0 + BOUND_SLACK
+    assert isinstance(raised.value, RuntimeError) and raised.value.code == "database_unavailable"
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    # No pool retried in the background, logging every attempt.
+    assert [r for r in caplog.records if r.name.startswith("psycopg")] == []
+
+
+def test_a_hung_database_is_reported_within_the_configured_bound(
+        silent_server: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OAM_CONNECT_TIMEOUT", "1")
+    url = f"postgresql://nobody@127.0.0.1:{silent_server}/oam"
+    started = time.monotonic()
+    with pytest.raises(DatabaseUnavailableError, match="within 1 s"):
+        OracleDBMemoryStore(None, url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+    assert time.monotonic() - started < 1.0 + BOUND_SLACK
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "inf"])
+def test_the_connection_bound_must_be_a_positive_number(
+        value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OAM_CONNECT_TIMEOUT", value)
+    with pytest.raises(InvalidArgumentError, match="OAM_CONNECT_TIMEOUT"):
+        OracleDBMemoryStore(None, f"postgresql://nobody@127.0.0.1:{_closed_port()}/oam",
+                            schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+
+
+def test_argument_errors_are_typed_and_name_their_argument(pg_url: str) -> None:
+    store = OracleDBMemoryStore(None, pg_url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+                                memory_store_id=new_store_id(), vector_dim=3)
+    try:
+        with pytest.raises(InvalidArgumentError) as bad_value:
+            store.search(None, 3, query_vector=[0.0, 0.0, 0.0])
+        assert isinstance(bad_value.value, ValueError)
+        assert bad_value.value.code == "invalid_argument"
+        with pytest.raises(InvalidArgumentTypeError) as bad_type:
+            store.search("hello", "three")  # type: ignore[arg-type]
+        assert isinstance(bad_type.value, TypeError)
+        store.add(["first"], "memory", record_ids="m1")
+        with pytest.raises(DuplicateRecordError) as duplicate:
+            store.add(["again"], "memory", record_ids="m1")
+        assert isinstance(duplicate.value, ValueError)
+        assert duplicate.value.record_id == "m1" and duplicate.value.code == "duplicate_record"
+        assert duplicate.value.__cause__ is None  # the driver's error stays inside the SDK
+    finally:
+        store.close()
+
+
+def test_a_write_the_policies_refuse_is_not_permitted(dds: Any) -> None:
+    store_id = dds.new_store()
+    with dds.runtime_store(store_id, "alice") as store:
+        with pytest.raises(NotPermittedError, match="row-level security") as refused:
+            store.add(["planted"], "memory", user_ids="bob", record_ids="x1")
+        assert isinstance(refused.value, RuntimeError) and refused.value.code == "not_permitted"
+        assert isinstance(refused.value.__cause__, psycopg.errors.InsufficientPrivilege)
+        # Positive control: the same write for alice herself is allowed.
+        assert store.add(["mine"], "memory", record_ids="x1") == ["x1"]
+
+
+def test_a_wrong_store_id_under_no_check_is_a_schema_error(dds: Any) -> None:
+    dds.new_store()
+    with dds.runtime_store("nosuchstore", "alice") as store, \
+            pytest.raises(MemoryStoreSchemaError, match="memory_store_id") as missing:
+        store.list("memory")
+    assert isinstance(missing.value, RuntimeError)
+    assert isinstance(missing.value.__cause__, psycopg.errors.UndefinedTable)
+
+
+def test_every_sdk_error_has_a_distinct_stable_code() -> None:
+    import oracleagentmemory.errors as errors
+
+    classes = [getattr(errors, name) for name in errors.__all__]
+    assert all(issubclass(c, OracleAgentMemoryError) for c in classes)
+    codes = [c.code for c in classes]
+    assert len(codes) == len(set(codes))
