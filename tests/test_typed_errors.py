@@ -118,11 +118,15 @@ def test_argument_errors_are_typed_and_name_their_argument(pg_url: str) -> None:
         store.close()
 
 
-def test_a_write_the_policies_refuse_is_not_permitted(dds: Any) -> None:
+def test_a_write_the_policies_refuse_is_not_permitted(
+        dds: Any, caplog: pytest.LogCaptureFixture) -> None:
     store_id = dds.new_store()
+    caplog.set_level(logging.WARNING, logger="psycopg")
     with dds.runtime_store(store_id, "alice") as store:
         with pytest.raises(NotPermittedError, match="row-level security") as refused:
             store.add(["planted"], "memory", user_ids="bob", record_ids="x1")
+        # The refusal is reported once, as the error: no "pipeline aborted" warning repeats it.
+        assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
         assert isinstance(refused.value, RuntimeError) and refused.value.code == "not_permitted"
         assert isinstance(refused.value.__cause__, psycopg.errors.InsufficientPrivilege)
         # Positive control: the same write for alice herself is allowed.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import psycopg
 from psycopg import errors as pg
 from psycopg_pool import PoolClosed, PoolTimeout
@@ -46,3 +48,26 @@ def translate(exc: psycopg.Error | PoolTimeout | PoolClosed) -> OracleAgentMemor
     if isinstance(exc, pg.QueryCanceled):
         return OperationTimeoutError(f"the database cancelled the statement ({detail})")
     return DatabaseError(f"database error: {detail}")
+
+
+class _PipelineAbortedNoise(logging.Filter):
+    """Drops psycopg's "error ignored terminating <Pipeline>: pipeline aborted" warning.
+
+    psycopg logs it when a statement of a pipeline fails and the block exits with that error:
+    the error itself reaches the caller (translated), so the warning only repeats it on stderr.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (record.msg == "error ignored terminating %r: %s" and len(args) == 2
+                    and isinstance(args[1], pg.PipelineAborted))
+
+
+_NOISE_FILTER = _PipelineAbortedNoise()
+
+
+def quiet_pipeline_aborts() -> None:
+    """Install the filter on psycopg's logger (idempotent)."""
+    logger = logging.getLogger("psycopg")
+    if _NOISE_FILTER not in logger.filters:
+        logger.addFilter(_NOISE_FILTER)

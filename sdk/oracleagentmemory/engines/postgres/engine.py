@@ -23,7 +23,11 @@ from oracleagentmemory.engines.postgres.context_sql import (
     context_transaction,
 )
 from oracleagentmemory.engines.postgres.ddl import LATEST_SCHEMA_VERSION
-from oracleagentmemory.engines.postgres.driver_errors import UNAVAILABLE_HINT, translate
+from oracleagentmemory.engines.postgres.driver_errors import (
+    UNAVAILABLE_HINT,
+    quiet_pipeline_aborts,
+    translate,
+)
 from oracleagentmemory.engines.postgres.search import ScanChoices
 from oracleagentmemory.engines.postgres.session import PostgresSession
 from oracleagentmemory.errors import (
@@ -34,6 +38,7 @@ from oracleagentmemory.errors import (
 )
 
 DEFAULT_POOL_MAX_SIZE = 8
+quiet_pipeline_aborts()
 DEFAULT_CONNECT_TIMEOUT = 5.0
 """Seconds to wait for the database when opening a pool from a URL (``OAM_CONNECT_TIMEOUT``)."""
 
