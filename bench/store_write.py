@@ -22,10 +22,10 @@ more ``store.add`` under ``cProfile`` and prints its N most expensive functions.
 Usage::
 
     .venv/bin/python bench/store_write.py [--records 10000] [--dim 384] [--rounds 5] [--no-hnsw]
-                                          [--profile N] [--url URL]
+                                          [--profile N] [--url URL | --data-dir DIR]
 
-Without ``--url`` the embedded PostgreSQL is started in a temporary directory and stopped at
-the end.
+Without ``--url`` the embedded PostgreSQL is started (in a temporary directory unless
+``--data-dir`` names one) and stopped at the end.
 """
 
 from __future__ import annotations
@@ -39,18 +39,16 @@ import pstats
 import resource
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import psycopg
-from oracleagentmemory import embedded
+from _embedded import add_server_arguments, bench_server
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from pgvector.psycopg import register_vector
 from psycopg import sql
@@ -209,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=10_000, help="memories per round")
     parser.add_argument("--dim", type=int, default=384, help="embedding dimension")
     parser.add_argument("--rounds", type=int, default=5, help="rounds (each runs both sides)")
-    parser.add_argument("--url", help="PostgreSQL URL (default: a temporary embedded server)")
+    add_server_arguments(parser)
     parser.add_argument("--no-hnsw", action="store_true",
                         help="diagnostic: drop the HNSW index on both sides, so the figures show "
                              "the client and protocol path instead of vector index maintenance")
@@ -220,14 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.records < 1 or args.dim < 1 or args.rounds < 1 or args.profile < 0:
         parser.error("--records, --dim and --rounds must be positive, --profile not negative")
 
-    tmpdir: tempfile.TemporaryDirectory[str] | None = None
-    url = args.url
-    if url is None:
-        tmpdir = tempfile.TemporaryDirectory(prefix="oam-bench-")
-        data_dir = Path(tmpdir.name) / "pgdata"
-        print(f"starting embedded PostgreSQL in {data_dir} ...", flush=True)
-        url = embedded.start(data_dir).url
-    try:
+    with bench_server(args.url, args.data_dir) as url:
         work = make_workload(args.records, args.dim)
         print(f"{args.records} memories, {args.dim}-d float32 embeddings, {USERS} users, "
               f"{args.rounds} rounds, {os.cpu_count()} CPUs, HNSW index "
@@ -249,10 +240,6 @@ def main(argv: list[str] | None = None) -> int:
         print_table(args.records, times, cpu)
         if args.profile:
             profile_store(url, work, args.dim, not args.no_hnsw, args.profile)
-    finally:
-        if tmpdir is not None:
-            embedded.stop(Path(tmpdir.name) / "pgdata")
-            tmpdir.cleanup()
     return 0
 
 

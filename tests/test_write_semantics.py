@@ -7,6 +7,7 @@ Each write has two parts: ``contents`` / ``content`` decide what reads return, w
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,9 @@ import numpy as np
 import psycopg
 import pytest
 from conftest import HashEmbedder, StoreFactory
-from oracleagentmemory.core import OracleDBMemoryStore
+from oracleagentmemory.apis import MemoryRecord, PendingRecordBatch
+from oracleagentmemory.core import MemoryRetentionConfig, OracleDBMemoryStore
+from oracleagentmemory.errors import DuplicateRecordError
 from psycopg import sql
 
 LONG_TEXT = (
@@ -941,3 +944,166 @@ def test_failed_update_leaves_content_metadata_and_rows_unchanged(
     record = vector_store.get("memory", "m1")
     assert record is not None and record.metadata == {"v": 1} and record.content == "stored"
     assert chunks(db, vector_store, "m1") == before
+
+
+# --- the write paths: one binary COPY, batched INSERTs, planning shortcuts ----------------------
+#
+# A write of more rows than ``batch_size`` goes through binary COPY when no row-level security
+# applies, otherwise (and for smaller writes) through INSERT batches. Both must store the same.
+
+BULK_TEXTS = ["short note", LONG_TEXT, "", "another note", LONG_TEXT.upper()]
+
+
+def _memory_rows(db: psycopg.Connection[Any], store: OracleDBMemoryStore) -> list[tuple[Any, ...]]:
+    """The memory table, with the expiry as a lifetime (the transaction times differ)."""
+    return db.execute(sql.SQL(
+        "SELECT id, record_type, thread_id, user_id, agent_id, content, metadata, event_ts, "
+        "expires_at - created_at, status FROM {} ORDER BY id").format(
+            _table(store, "memory"))).fetchall()
+
+
+def _message_rows(db: psycopg.Connection[Any], store: OracleDBMemoryStore
+                  ) -> list[tuple[Any, ...]]:
+    return db.execute(sql.SQL(
+        "SELECT id, thread_id, user_id, role, content, content_parts, seq_no, "
+        "expires_at - created_at FROM {} ORDER BY id").format(
+            _table(store, "message"))).fetchall()
+
+
+def _write_workload(store: OracleDBMemoryStore, batch_size: int) -> None:
+    count = len(BULK_TEXTS)
+    store.add(BULK_TEXTS, "memory", record_ids=[f"m{n}" for n in range(count)],
+              user_ids=["u1", "u2", None, "u1", "u2"], agent_ids="a1",
+              metadata=[{"n": n} for n in range(count)], ttl_days=[3, None, 5, None, 7],
+              timestamps="2026-01-02T03:04:05Z", batch_size=batch_size)
+    store.add(["fact one", "fact two", "fact three"], "fact", record_ids=["f0", "f1", "f2"],
+              embeddings=[V1, np.asarray(V2, dtype=np.float64), [0, 0, 1]],
+              statuses=["valid", "invalid", "valid"], batch_size=batch_size)
+    store.add([f"message {n}" for n in range(count)], "message",
+              record_ids=[f"msg{n}" for n in range(count)], thread_ids="t1", user_ids="u1",
+              roles="user", ttl_days=2, batch_size=batch_size)
+
+
+@pytest.mark.parametrize("small_batches", [2, 1])
+def test_bulk_copy_and_batched_inserts_store_the_same_rows(
+        make_store: StoreFactory, embedder: HashEmbedder, db: psycopg.Connection[Any],
+        small_batches: int) -> None:
+    bulk = make_store(embedder=embedder, chunker=split_sentences)
+    batched = make_store(embedder=embedder, chunker=split_sentences)
+    _write_workload(bulk, batch_size=small_batches)  # more rows than a batch: binary COPY
+    _write_workload(batched, batch_size=1000)  # one INSERT per table
+    assert _memory_rows(db, bulk) == _memory_rows(db, batched)
+    assert _message_rows(db, bulk) == _message_rows(db, batched)
+    assert chunks(db, bulk) == chunks(db, batched)
+    # What both wrote: a many-chunk record, sequence numbers, vectors, expiry.
+    assert chunk_texts(db, bulk, "m1") == split_sentences(LONG_TEXT)
+    assert chunk_texts(db, bulk, "m2") == []
+    assert [row[6] for row in _message_rows(db, bulk)] == [0, 1, 2, 3, 4]
+    stored = {c.record_id: c for c in chunks(db, bulk) if c.record_type == "fact"}
+    for record_id, vector in zip(["f0", "f1", "f2"], [V1, V2, V3], strict=True):
+        assert_vector(stored[record_id].vector, vector)
+    lifetimes = {row[0]: row[8] for row in _memory_rows(db, bulk)}
+    assert lifetimes["m0"] is not None and lifetimes["m0"].days == 3
+    assert lifetimes["m1"] is None
+
+
+def test_bulk_messages_continue_the_thread_sequence(
+        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+    for start in (0, 5):
+        store.add([f"m{n}" for n in range(start, start + 5)], "message", thread_ids="t1",
+                  record_ids=[f"m{n}" for n in range(start, start + 5)], batch_size=2)
+    assert [(m.id, m.seq_no) for m in store.list_thread_messages("t1")] == [
+        (f"m{n}", n) for n in range(10)]
+
+
+def test_bulk_write_under_row_security_uses_inserts(dds: Any) -> None:
+    """PostgreSQL refuses COPY FROM where row security applies; the store inserts instead."""
+    store_id = dds.new_store()
+    with dds.runtime_store(store_id, "alice") as store:
+        ids = store.add([f"alice note {n}" for n in range(7)], "memory",
+                        embeddings=[V1] * 7, batch_size=2)
+        assert len(ids) == 7
+        assert sorted(r.id for r in store.list("memory")) == sorted(ids)
+        assert {r.user_id for r in store.list("memory")} == {"alice"}
+    with dds.runtime_store(store_id, "bob") as store:  # the rows are alice's alone
+        assert store.list("memory") == []
+    owner = dds.owner_store(store_id)
+    try:
+        with psycopg.connect(dds.owner_url, autocommit=True) as conn:
+            assert count_rows(conn, owner, "record_chunks") == 7
+    finally:
+        owner.close()
+
+
+@pytest.mark.parametrize("batch_size", [1, 256])
+def test_add_batches_duplicate_in_the_second_batch_writes_nothing(
+        embedded_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
+        batch_size: int) -> None:
+    add_memory(embedded_store, "taken", "first")
+    with pytest.raises(DuplicateRecordError) as caught:
+        embedded_store.add_batches([
+            PendingRecordBatch(contents=["a", "b"], record_type="memory",
+                               record_ids=["new-1", "new-2"]),
+            PendingRecordBatch(contents=["c", LONG_TEXT], record_type="fact",
+                               record_ids=["new-3", "taken"]),
+        ], batch_size=batch_size)
+    assert caught.value.record_id == "taken"
+    assert count_rows(db, embedded_store, "memory") == 1
+    assert count_rows(db, embedded_store, "record_chunks") == 1
+    assert content_of(embedded_store, "memory", "taken") == "first"
+
+
+def test_add_batches_repeating_an_id_across_batches_writes_nothing(
+        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+    with pytest.raises(ValueError, match="'x2' across batches"):
+        store.add_batches([
+            PendingRecordBatch(contents=["a", "b"], record_type="memory", record_ids=["x1", "x2"]),
+            PendingRecordBatch(contents=["c"], record_type="user_profile", record_ids=["x2"]),
+            PendingRecordBatch(contents=["d"], record_type="guideline", record_ids=["x2"]),
+        ])
+    assert count_rows(db, store, "memory") == 0
+    assert count_rows(db, store, "actor_profile") == 0
+
+
+def test_generated_record_ids_are_distinct_version_4_uuids(store: OracleDBMemoryStore) -> None:
+    ids = store.add(["n"] * 500, "memory")
+    assert len(set(ids)) == 500
+    for record_id in ids:
+        parsed = uuid.UUID(record_id)
+        assert str(parsed) == record_id and parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
+
+
+def test_add_one_value_for_all_records_is_checked_once_and_applies_to_each(
+        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+    with pytest.raises(ValueError, match=r"user_ids\[0\] must not be empty"):
+        store.add(["a", "b"], "memory", user_ids=" ")
+    with pytest.raises(TypeError, match=r"user_ids\[1\] must be a str or None"):
+        store.add(["a", "b"], "memory", user_ids=["u1", 7])
+    with pytest.raises(ValueError, match=r"agent_ids\[1\] must be at most 128"):
+        store.add(["a", "b"], "memory", agent_ids=["a", "x" * 129])
+    assert count_rows(db, store, "memory") == 0
+    store.add(["a", "b"], "memory", record_ids=["r1", "r2"], user_ids="u1",
+              metadata={"k": "v"}, statuses="invalid")
+    for record_id in ("r1", "r2"):
+        record = store.get("memory", record_id)
+        assert isinstance(record, MemoryRecord)
+        assert (record.user_id, record.metadata, record.status.value) == ("u1", {"k": "v"},
+                                                                          "invalid")
+
+
+def test_add_clamps_a_shared_ttl_per_record_with_a_warning(make_store: StoreFactory) -> None:
+    store = make_store(memory_retention_config=MemoryRetentionConfig(max_ttl_days=10))
+    with pytest.warns(UserWarning, match=r"ttl_days\[[01]\]=30 exceeds") as caught:
+        store.add(["a", "b"], "memory", ttl_days=30)
+    assert len([w for w in caught if "max_ttl_days" in str(w.message)]) == 2
+
+
+def test_add_mixed_vector_forms_are_stored_alike(
+        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+    vector_store.add(["a", "b", "c"], "memory", record_ids=["a", "b", "c"],
+                     embeddings=[V1, np.asarray(V2, dtype=np.float32), (0, 0, 1)])
+    stored = {c.record_id: c for c in chunks(db, vector_store)}
+    for record_id, vector in zip("abc", [V1, V2, V3], strict=True):
+        assert_vector(stored[record_id].vector, vector)
+        assert stored[record_id].text == record_id

@@ -5,18 +5,16 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
-from contextlib import nullcontext
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import psycopg
-from psycopg import errors, sql
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from oracleagentmemory.engines.base import (
     UNSET,
-    ChunkRow,
     EngineSession,
     MessageQuery,
     RecordQuery,
@@ -32,15 +30,15 @@ from oracleagentmemory.engines.base import (
     UpdatePlan,
 )
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
-from oracleagentmemory.engines.postgres import ddl, relations, search
+from oracleagentmemory.engines.postgres import ddl, inserts, relations, search
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.filters import (
     metadata_predicates,
     render_filter,
     scope_predicates,
 )
+from oracleagentmemory.engines.postgres.inserts import INSERT_BATCH_SIZE
 from oracleagentmemory.errors import (
-    DuplicateRecordError,
     InvalidArgumentError,
     MemoryStoreSchemaError,
 )
@@ -50,19 +48,9 @@ if TYPE_CHECKING:
 
 MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
 EXPIRING_TABLES = ("message", "memory", "thread_summary", "document")
-INSERT_BATCH_SIZE = 256
-SEQ_RETRIES = 50
-"""Attempts at message sequence numbers while concurrent writers take the same ones."""
 _log = logging.getLogger(__name__)
 
-_TABLE_OF_TYPE = {
-    "thread": "thread",
-    "message": "message",
-    "thread_summary": "thread_summary",
-    "user_profile": "actor_profile",
-    "agent_profile": "actor_profile",
-    **{t: "memory" for t in MEMORY_TYPES},
-}
+_TABLE_OF_TYPE = inserts.TABLE_OF_TYPE
 
 # SELECT lists per table; every list yields the same neutral keys.
 _SELECT = {
@@ -88,12 +76,6 @@ _SELECT = {
 
 def _jsonb(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)
-
-
-def _expiry(ttl_days: int | None, anchor: datetime | None) -> datetime | None:
-    if ttl_days is None or anchor is None:
-        return None
-    return anchor + timedelta(days=ttl_days)
 
 
 class PostgresSession(EngineSession):
@@ -249,112 +231,7 @@ class PostgresSession(EngineSession):
     # --- inserts --------------------------------------------------------------------------
     def insert_rows(self, names: StoreNames, rows: Sequence[RowPlan],
                     batch_size: int = INSERT_BATCH_SIZE) -> None:
-        by_table: dict[str, list[RowPlan]] = defaultdict(list)
-        for row in rows:
-            by_table[_TABLE_OF_TYPE[row.record_type]].append(row)
-        now = self.now()
-        # More rows than one batch: binary COPY, unless row-level security applies to this
-        # session (PostgreSQL refuses COPY FROM then); otherwise INSERT ... unnest per batch.
-        bulk = len(rows) > batch_size and not self._row_security_active(
-            names, [*by_table, "record_chunks"])
-        if "message" not in by_table:
-            self._insert_tables(names, rows, by_table, now, batch_size, bulk)
-            return
-        # Sequence numbers are the thread's highest plus one, unique per owner and thread (no
-        # lock another user could hold): a concurrent writer to the same thread makes the
-        # insert fail on that key, and it is retried from a savepoint with fresh numbers.
-        for attempt in range(SEQ_RETRIES):
-            try:
-                with self.conn.transaction():
-                    self._assign_seq_nos(names, by_table["message"])
-                    self._insert_tables(names, rows, by_table, now, batch_size, bulk)
-                return
-            except DuplicateRecordError as exc:
-                if exc.__cause__ is None or not _is_seq_conflict(exc.__cause__) \
-                        or attempt == SEQ_RETRIES - 1:
-                    raise
-
-    def _insert_tables(self, names: StoreNames, rows: Sequence[RowPlan],
-                       by_table: dict[str, list[RowPlan]], now: datetime, batch_size: int,
-                       bulk: bool) -> None:
-        try:
-            # Pipeline mode (INSERT path): the batches are sent without waiting for each result,
-            # so the client prepares the next batch while the server inserts the previous one. A
-            # failed batch (e.g. a duplicate id) raises its own error when the pipeline syncs.
-            with nullcontext() if bulk else self.conn.pipeline():
-                for logical, table_rows in by_table.items():
-                    columns, values = _insert_columns(logical, table_rows, now)
-                    self._write_rows(names, logical, columns, values, batch_size, bulk)
-                chunk_columns, chunk_values = _chunk_columns(rows, self._has_embeddings(rows))
-                if chunk_values and chunk_values[0]:
-                    self._write_rows(names, "record_chunks", chunk_columns, chunk_values,
-                                     batch_size, bulk)
-        except errors.UniqueViolation as exc:
-            key = _duplicate_key(exc)
-            raise DuplicateRecordError(
-                f"record_ids: a record with id {key!r} already exists" if key
-                else "record_ids: a record with one of these ids already exists",
-                argument="record_ids", record_id=key) from exc
-
-    @staticmethod
-    def _has_embeddings(rows: Sequence[RowPlan]) -> bool:
-        return any(c.vector is not None for r in rows for c in r.chunks)
-
-    def _assign_seq_nos(self, names: StoreNames, rows: list[RowPlan]) -> None:
-        table = q.table(names, "message")
-        by_thread: dict[str | None, list[RowPlan]] = defaultdict(list)
-        for row in rows:
-            by_thread[row.thread_id].append(row)
-        for thread_id, thread_rows in by_thread.items():
-            top = self.conn.execute(
-                sql.SQL("SELECT max(seq_no) FROM {} WHERE thread_id IS NOT DISTINCT FROM %s")
-                .format(table), [thread_id],
-            ).fetchone()
-            start = 0 if top is None or top[0] is None else int(top[0]) + 1
-            for offset, row in enumerate(thread_rows):
-                row.seq_no = start + offset
-
-    def _row_security_active(self, names: StoreNames, logicals: Sequence[str]) -> bool:
-        """Whether row-level security applies to this session on any of these tables."""
-        row = self.conn.execute(
-            "SELECT coalesce(bool_or(row_security_active(t::regclass)), false) "
-            "FROM unnest(%s::text[]) AS t",
-            [[q.table(names, logical).as_string(self.conn) for logical in logicals]],
-        ).fetchone()
-        return bool(row and row[0])
-
-    def _write_rows(self, names: StoreNames, logical: str, columns: list[tuple[str, str]],
-                    values: list[list[Any]], batch_size: int, bulk: bool) -> None:
-        if bulk:
-            self._insert_copy(names, logical, columns, values)
-        else:
-            self._insert_unnest(names, logical, columns, values, batch_size)
-
-    def _insert_copy(self, names: StoreNames, logical: str, columns: list[tuple[str, str]],
-                     values: list[list[Any]]) -> None:
-        """Binary COPY of column-wise ``values`` (same columns and types as the INSERT path)."""
-        statement = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
-            q.table(names, logical),
-            sql.SQL(", ").join(sql.Identifier(c) for c, _ in columns),
-        )
-        with self.conn.cursor() as cur, cur.copy(statement) as copy:
-            copy.set_types([t for _, t in columns])
-            for row in zip(*values, strict=True):
-                copy.write_row(row)
-
-    def _insert_unnest(self, names: StoreNames, logical: str, columns: list[tuple[str, str]],
-                       values: list[list[Any]], batch_size: int) -> None:
-        # Binary parameters (%b): vectors go as packed float4 instead of decimal text, and
-        # strings need no array quoting; the client-side cost of a batch drops several-fold.
-        statement = sql.SQL("INSERT INTO {} ({}) SELECT * FROM unnest({})").format(
-            q.table(names, logical),
-            sql.SQL(", ").join(sql.Identifier(c) for c, _ in columns),
-            sql.SQL(", ").join(sql.SQL("%b::" + t + "[]") for _, t in columns),
-        )
-        total = len(values[0])
-        with self.conn.cursor() as cur:
-            for start in range(0, total, batch_size):
-                cur.execute(statement, [col[start : start + batch_size] for col in values])
+        inserts.insert_rows(self.conn, names, rows, batch_size)
 
     # --- reads ----------------------------------------------------------------------------
     def select_records(self, names: StoreNames, query: RecordQuery) -> list[dict[str, Any]]:
@@ -510,9 +387,7 @@ class PostgresSession(EngineSession):
             row = RowPlan(record_type=plan.record_type, record_id=plan.record_id, content=None,
                           thread_id=scope[0], user_id=scope[1], agent_id=scope[2],
                           chunks=plan.chunks)
-            columns, values = _chunk_columns([row], self._has_embeddings([row]))
-            if values[0]:
-                self._insert_unnest(names, "record_chunks", columns, values, INSERT_BATCH_SIZE)
+            inserts.insert_chunks(self.conn, names, [row])
         elif plan.chunk_vectors is not UNSET:
             ids = [r[0] for r in self.conn.execute(
                 sql.SQL("SELECT id FROM {} WHERE record_type = %s AND record_id = %s "
@@ -679,95 +554,3 @@ class PostgresSession(EngineSession):
 
     def links_touching(self, names: StoreNames, node_ids: Sequence[str]) -> list[dict[str, Any]]:
         return relations.links_touching(self.conn, names, node_ids)
-
-
-def _is_seq_conflict(exc: BaseException) -> bool:
-    return isinstance(exc, errors.UniqueViolation) and (
-        exc.diag.constraint_name or "").endswith("message_owner_seq_uq")
-
-
-def _duplicate_key(exc: errors.UniqueViolation) -> str | None:
-    detail = exc.diag.message_detail or ""
-    # "Key (id)=(abc) already exists." or "Key (actor_type, actor_id)=(user, abc) ..."
-    # The id itself may contain ", ": only the leading key columns are split off.
-    if detail.startswith("Key (") and ")=(" in detail and ") already" in detail:
-        columns, inner = detail[len("Key ("):].split(")=(", 1)
-        inner = inner.rsplit(") already", 1)[0]
-        return inner.split(", ", columns.count(","))[-1]
-    return None
-
-
-def _insert_columns(logical: str, rows: list[RowPlan], now: datetime
-                    ) -> tuple[list[tuple[str, str]], list[list[Any]]]:
-    """Column names, SQL types and column-wise values for inserting ``rows`` into ``logical``."""
-    def expires(r: RowPlan) -> datetime | None:
-        return _expiry(r.ttl_days, r.event_ts if r.anchor_is_timestamp else now)
-
-    spec: list[tuple[str, str, Any]]
-    if logical == "actor_profile":
-        spec = [
-            ("actor_type", "text", lambda r: r.record_type.removesuffix("_profile")),
-            ("actor_id", "text", lambda r: r.record_id),
-            ("content", "text", lambda r: r.content),
-            ("metadata", "jsonb", lambda r: _jsonb(r.metadata)),
-            ("event_ts", "timestamptz", lambda r: r.event_ts),
-        ]
-    elif logical == "thread":
-        spec = [
-            ("id", "text", lambda r: r.record_id),
-            ("user_id", "text", lambda r: r.user_id),
-            ("agent_id", "text", lambda r: r.agent_id),
-            ("metadata", "jsonb", lambda r: _jsonb(r.metadata)),
-            ("event_ts", "timestamptz", lambda r: r.event_ts),
-        ]
-    else:
-        spec = [
-            ("id", "text", lambda r: r.record_id),
-            ("thread_id", "text", lambda r: r.thread_id),
-            ("user_id", "text", lambda r: r.user_id),
-            ("agent_id", "text", lambda r: r.agent_id),
-            ("metadata", "jsonb", lambda r: _jsonb(r.metadata)),
-            ("event_ts", "timestamptz", lambda r: r.event_ts),
-            ("expires_at", "timestamptz", expires),
-            ("status", "text", lambda r: r.status),
-        ]
-        if logical == "memory":
-            spec += [("record_type", "text", lambda r: r.record_type),
-                     ("content", "text", lambda r: r.content)]
-        elif logical == "message":
-            spec += [
-                ("role", "text", lambda r: r.role),
-                ("content", "text", lambda r: r.content[0]),
-                ("content_parts", "jsonb", lambda r: _jsonb(r.content[1])),
-                ("seq_no", "bigint", lambda r: r.seq_no),
-            ]
-        elif logical == "thread_summary":
-            spec += [("content", "jsonb", lambda r: Jsonb(r.content))]
-    columns = [(name, sql_type) for name, sql_type, _ in spec]
-    values = [[get(r) for r in rows] for _, _, get in spec]
-    return columns, values
-
-
-def _chunk_columns(rows: Sequence[RowPlan], with_embeddings: bool
-                   ) -> tuple[list[tuple[str, str]], list[list[Any]]]:
-    """Columns and column-wise values of the retrieval rows of ``rows``."""
-    flat: list[tuple[RowPlan, int, ChunkRow]] = [
-        (r, n, c) for r in rows for n, c in enumerate(r.chunks)
-    ]
-    spec: list[tuple[str, str, Any]] = [
-        ("record_type", "text", lambda r, n, c: r.record_type),
-        ("record_id", "text", lambda r, n, c: r.record_id),
-        ("chunk_no", "integer", lambda r, n, c: n),
-        ("chunk_text", "text", lambda r, n, c: c.text),
-        ("thread_id", "text", lambda r, n, c: r.thread_id),
-        # A profile's actor id is its scope on the matching dimension (spec: search scoping).
-        ("user_id", "text",
-         lambda r, n, c: r.record_id if r.record_type == "user_profile" else r.user_id),
-        ("agent_id", "text",
-         lambda r, n, c: r.record_id if r.record_type == "agent_profile" else r.agent_id),
-    ]
-    if with_embeddings:
-        spec.append(("embedding", "vector", lambda r, n, c: c.vector))
-    columns = [(name, sql_type) for name, sql_type, _ in spec]
-    values = [[get(r, n, c) for r, n, c in flat] for _, _, get in spec]
-    return columns, values

@@ -1,0 +1,349 @@
+"""Inserting records and their retrieval rows on PostgreSQL, in the caller's transaction.
+
+Values travel column-wise and in binary. Writes larger than one batch use binary ``COPY``
+unless row-level security applies to the session (PostgreSQL refuses ``COPY FROM`` then);
+otherwise each batch is one ``INSERT ... SELECT * FROM unnest(...)`` with binary array
+parameters, the batches pipelined. Message sequence numbers are assigned here and retried from
+a savepoint when a concurrent writer takes the same ones.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from contextlib import nullcontext
+from datetime import datetime, timedelta
+from functools import cache, lru_cache
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import errors, pq, sql
+from psycopg.adapt import Dumper
+from psycopg.types.json import Jsonb
+
+from oracleagentmemory.engines.base import ChunkRow, RowPlan, Vector
+from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.postgres import names as q
+from oracleagentmemory.errors import DuplicateRecordError
+
+INSERT_BATCH_SIZE = 256
+SEQ_RETRIES = 50
+"""Attempts at message sequence numbers while concurrent writers take the same ones."""
+
+TABLE_OF_TYPE = {
+    "thread": "thread",
+    "message": "message",
+    "thread_summary": "thread_summary",
+    "user_profile": "actor_profile",
+    "agent_profile": "actor_profile",
+    **{t: "memory" for t in ("memory", "guideline", "fact", "preference")},
+}
+"""The table that holds each record type."""
+
+Columns = tuple[tuple[str, str], ...]
+"""Column names and their SQL types, in insert order."""
+
+
+class PackedVector(bytes):
+    """A vector already in pgvector's binary form (dimension, unused, big-endian float4s)."""
+
+
+class _PackedVectorDumper(Dumper):
+    format = pq.Format.BINARY
+
+    def dump(self, obj: Any) -> bytes:
+        return bytes(obj)
+
+
+@cache
+def _packed_vector_dumper(oid: int) -> type[Dumper]:
+    return type("PackedVectorDumper", (_PackedVectorDumper,), {"oid": oid})
+
+
+def pack_vectors(vectors: Sequence[Vector | None]) -> list[PackedVector | None]:
+    """Vectors in pgvector's binary form, converted as one matrix when they share a dimension."""
+    present = [v for v in vectors if v is not None]
+    matrix = np.asarray(present, dtype=">f4") if present and _same_size(present) else None
+    if matrix is None or matrix.ndim != 2:
+        return [None if v is None else _pack_one(v) for v in vectors]
+    header = struct.pack(">HH", matrix.shape[1], 0)
+    rows = iter(matrix)
+    return [None if v is None else PackedVector(header + next(rows).tobytes()) for v in vectors]
+
+
+def _same_size(vectors: list[Vector]) -> bool:
+    size = len(vectors[0])
+    return all(len(v) == size for v in vectors)
+
+
+def _pack_one(vector: Vector) -> PackedVector:
+    array = np.asarray(vector, dtype=">f4")
+    return PackedVector(struct.pack(">HH", array.shape[0], 0) + array.tobytes())
+
+
+def write_cursor(conn: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
+    """A cursor that dumps :class:`PackedVector` values as pgvector ``vector``."""
+    cur = conn.cursor()
+    info = conn.adapters.types.get("vector")
+    if info is not None:
+        cur.adapters.register_dumper(PackedVector, _packed_vector_dumper(info.oid))
+    return cur
+
+
+# --- planning the write --------------------------------------------------------------------
+def insert_rows(conn: psycopg.Connection[Any], names: StoreNames, rows: Sequence[RowPlan],
+                batch_size: int = INSERT_BATCH_SIZE) -> None:
+    """Insert ``rows`` and their retrieval rows; raise :class:`DuplicateRecordError`."""
+    by_table: dict[str, list[RowPlan]] = {}
+    for row in rows:
+        by_table.setdefault(TABLE_OF_TYPE[row.record_type], []).append(row)
+    needs_now = any(r.ttl_days is not None for r in rows)
+    bulk, now = False, None
+    if len(rows) > batch_size:
+        rls, now = _row_security_and_now(conn, names, [*by_table, "record_chunks"])
+        bulk = not rls
+    elif needs_now:
+        now = _transaction_now(conn)
+    if "message" not in by_table:
+        _insert_tables(conn, names, rows, by_table, now, batch_size, bulk)
+        return
+    # Sequence numbers are the thread's highest plus one, unique per owner and thread (no
+    # lock another user could hold): a concurrent writer to the same thread makes the
+    # insert fail on that key, and it is retried from a savepoint with fresh numbers.
+    for attempt in range(SEQ_RETRIES):
+        try:
+            with conn.transaction():
+                assign_seq_nos(conn, names, by_table["message"])
+                _insert_tables(conn, names, rows, by_table, now, batch_size, bulk)
+            return
+        except DuplicateRecordError as exc:
+            if exc.__cause__ is None or not _is_seq_conflict(exc.__cause__) \
+                    or attempt == SEQ_RETRIES - 1:
+                raise
+
+
+def _row_security_and_now(conn: psycopg.Connection[Any], names: StoreNames,
+                          logicals: Sequence[str]) -> tuple[bool, datetime]:
+    """Whether row-level security applies to this session on any of these tables, and the
+    transaction time (one round trip)."""
+    row = conn.execute(
+        "SELECT coalesce(bool_or(row_security_active(t::regclass)), false), now() "
+        "FROM unnest(%s::text[]) AS t",
+        [[q.table(names, logical).as_string(conn) for logical in logicals]],
+    ).fetchone()
+    assert row is not None
+    return bool(row[0]), row[1]
+
+
+def _transaction_now(conn: psycopg.Connection[Any]) -> datetime:
+    row = conn.execute("SELECT now()").fetchone()
+    assert row is not None
+    return row[0]  # type: ignore[no-any-return]
+
+
+def _insert_tables(conn: psycopg.Connection[Any], names: StoreNames, rows: Sequence[RowPlan],
+                   by_table: dict[str, list[RowPlan]], now: datetime | None, batch_size: int,
+                   bulk: bool) -> None:
+    try:
+        # Pipeline mode (INSERT path): the batches are sent without waiting for each result,
+        # so the client prepares the next batch while the server inserts the previous one. A
+        # failed batch (e.g. a duplicate id) raises its own error when the pipeline syncs.
+        with nullcontext() if bulk else conn.pipeline(), write_cursor(conn) as cur:
+            for logical, table_rows in by_table.items():
+                columns, values = insert_columns(logical, table_rows, now)
+                write_rows(cur, names, logical, columns, values, batch_size, bulk)
+            chunk_columns_, chunk_values = chunk_columns(rows)
+            if chunk_values[0]:
+                write_rows(cur, names, "record_chunks", chunk_columns_, chunk_values, batch_size,
+                           bulk)
+    except errors.UniqueViolation as exc:
+        key = _duplicate_key(exc)
+        raise DuplicateRecordError(
+            f"record_ids: a record with id {key!r} already exists" if key
+            else "record_ids: a record with one of these ids already exists",
+            argument="record_ids", record_id=key) from exc
+
+
+def assign_seq_nos(conn: psycopg.Connection[Any], names: StoreNames,
+                   rows: list[RowPlan]) -> None:
+    """Number the messages of each thread after the thread's highest sequence number."""
+    by_thread: dict[str | None, list[RowPlan]] = {}
+    for row in rows:
+        by_thread.setdefault(row.thread_id, []).append(row)
+    statement = _max_seq_statement(names)
+    for thread_id, thread_rows in by_thread.items():
+        top = conn.execute(statement, [thread_id]).fetchone()
+        start = 0 if top is None or top[0] is None else int(top[0]) + 1
+        for offset, row in enumerate(thread_rows):
+            row.seq_no = start + offset
+
+
+# --- sending rows ----------------------------------------------------------------------------
+def write_rows(cur: psycopg.Cursor[Any], names: StoreNames, logical: str, columns: Columns,
+               values: list[list[Any]], batch_size: int, bulk: bool) -> None:
+    """Write column-wise ``values``: one binary COPY (``bulk``), or INSERT batches."""
+    if bulk:
+        copy_rows(cur, names, logical, columns, values)
+    else:
+        insert_unnest(cur, names, logical, columns, values, batch_size)
+
+
+def copy_rows(cur: psycopg.Cursor[Any], names: StoreNames, logical: str, columns: Columns,
+              values: list[list[Any]]) -> None:
+    """Binary COPY of column-wise ``values`` (same columns and types as the INSERT path)."""
+    with cur.copy(_copy_statement(names, logical, columns)) as copy:
+        copy.set_types([t for _, t in columns])
+        write_row = copy.write_row
+        for row in zip(*values, strict=True):
+            write_row(row)
+
+
+def insert_unnest(cur: psycopg.Cursor[Any], names: StoreNames, logical: str, columns: Columns,
+                  values: list[list[Any]], batch_size: int) -> None:
+    """``INSERT ... SELECT * FROM unnest(...)`` per batch of ``batch_size`` rows."""
+    # Binary parameters (%b): vectors go as packed float4 instead of decimal text, and
+    # strings need no array quoting; the client-side cost of a batch drops several-fold.
+    statement = _insert_statement(names, logical, columns)
+    total = len(values[0])
+    for start in range(0, total, batch_size):
+        cur.execute(statement, [col[start:start + batch_size] for col in values])
+
+
+@lru_cache(maxsize=256)
+def _copy_statement(names: StoreNames, logical: str, columns: Columns) -> sql.Composed:
+    return sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+        q.table(names, logical), sql.SQL(", ").join(sql.Identifier(c) for c, _ in columns))
+
+
+@lru_cache(maxsize=256)
+def _insert_statement(names: StoreNames, logical: str, columns: Columns) -> sql.Composed:
+    return sql.SQL("INSERT INTO {} ({}) SELECT * FROM unnest({})").format(
+        q.table(names, logical),
+        sql.SQL(", ").join(sql.Identifier(c) for c, _ in columns),
+        sql.SQL(", ").join(sql.SQL("%b::" + t + "[]") for _, t in columns),
+    )
+
+
+@lru_cache(maxsize=64)
+def _max_seq_statement(names: StoreNames) -> sql.Composed:
+    return sql.SQL("SELECT max(seq_no) FROM {} WHERE thread_id IS NOT DISTINCT FROM %s").format(
+        q.table(names, "message"))
+
+
+def insert_chunks(conn: psycopg.Connection[Any], names: StoreNames,
+                  rows: Sequence[RowPlan]) -> None:
+    """Insert the retrieval rows of ``rows`` (whose records exist already)."""
+    columns, values = chunk_columns(rows)
+    if values[0]:
+        with write_cursor(conn) as cur:
+            insert_unnest(cur, names, "record_chunks", columns, values, INSERT_BATCH_SIZE)
+
+
+# --- rows as columns -------------------------------------------------------------------------
+_PROFILE_COLUMNS: Columns = (("actor_type", "text"), ("actor_id", "text"), ("content", "text"),
+                             ("metadata", "jsonb"), ("event_ts", "timestamptz"))
+_THREAD_COLUMNS: Columns = (("id", "text"), ("user_id", "text"), ("agent_id", "text"),
+                            ("metadata", "jsonb"), ("event_ts", "timestamptz"))
+_RECORD_COLUMNS: Columns = (("id", "text"), ("thread_id", "text"), ("user_id", "text"),
+                            ("agent_id", "text"), ("metadata", "jsonb"),
+                            ("event_ts", "timestamptz"), ("expires_at", "timestamptz"),
+                            ("status", "text"))
+_EXTRA_COLUMNS: dict[str, Columns] = {
+    "memory": (("record_type", "text"), ("content", "text")),
+    "message": (("role", "text"), ("content", "text"), ("content_parts", "jsonb"),
+                ("seq_no", "bigint")),
+    "thread_summary": (("content", "jsonb"),),
+}
+_CHUNK_COLUMNS: Columns = (("record_type", "text"), ("record_id", "text"),
+                           ("chunk_no", "integer"), ("chunk_text", "text"),
+                           ("thread_id", "text"), ("user_id", "text"), ("agent_id", "text"))
+_CHUNK_COLUMNS_WITH_VECTORS: Columns = (*_CHUNK_COLUMNS, ("embedding", "vector"))
+
+
+def _jsonb(values: list[Any]) -> list[Jsonb | None]:
+    return [None if v is None else Jsonb(v) for v in values]
+
+
+def _expiry(rows: list[RowPlan], now: datetime | None) -> list[datetime | None]:
+    """Expiry instants: ``ttl_days`` days of 24 hours after the event time or ``now``."""
+    if all(r.ttl_days is None for r in rows):
+        return [None] * len(rows)
+    assert now is not None
+    expires: list[datetime | None] = []
+    for r in rows:
+        anchor = r.event_ts if r.anchor_is_timestamp else now
+        expires.append(None if r.ttl_days is None or anchor is None
+                       else anchor + timedelta(days=r.ttl_days))
+    return expires
+
+
+def insert_columns(logical: str, rows: list[RowPlan], now: datetime | None
+                   ) -> tuple[Columns, list[list[Any]]]:
+    """Columns and column-wise values for inserting ``rows`` into ``logical``.
+
+    ``now`` (the transaction time) anchors expiry; it may be ``None`` when no row expires.
+    """
+    ids = [r.record_id for r in rows]
+    metadata = _jsonb([r.metadata for r in rows])
+    event_ts = [r.event_ts for r in rows]
+    if logical == "actor_profile":
+        actor_types = [r.record_type.removesuffix("_profile") for r in rows]
+        return _PROFILE_COLUMNS, [actor_types, ids, [r.content for r in rows], metadata,
+                                  event_ts]
+    user_ids = [r.user_id for r in rows]
+    agent_ids = [r.agent_id for r in rows]
+    if logical == "thread":
+        return _THREAD_COLUMNS, [ids, user_ids, agent_ids, metadata, event_ts]
+    values: list[list[Any]] = [ids, [r.thread_id for r in rows], user_ids, agent_ids, metadata,
+                               event_ts, _expiry(rows, now), [r.status for r in rows]]
+    if logical == "memory":
+        values += [[r.record_type for r in rows], [r.content for r in rows]]
+    elif logical == "message":
+        values += [[r.role for r in rows], [r.content[0] for r in rows],
+                   _jsonb([r.content[1] for r in rows]), [r.seq_no for r in rows]]
+    elif logical == "thread_summary":
+        values.append([Jsonb(r.content) for r in rows])
+    return _RECORD_COLUMNS + _EXTRA_COLUMNS.get(logical, ()), values
+
+
+def chunk_columns(rows: Sequence[RowPlan]) -> tuple[Columns, list[list[Any]]]:
+    """Columns and column-wise values of the retrieval rows of ``rows``.
+
+    The embedding column is present when any chunk has a vector; vectors are packed.
+    """
+    flat: list[tuple[RowPlan, int, ChunkRow]] = [
+        (r, n, c) for r in rows for n, c in enumerate(r.chunks)
+    ]
+    # A profile's actor id is its scope on the matching dimension (spec: search scoping).
+    values: list[list[Any]] = [
+        [r.record_type for r, _, _ in flat],
+        [r.record_id for r, _, _ in flat],
+        [n for _, n, _ in flat],
+        [c.text for _, _, c in flat],
+        [r.thread_id for r, _, _ in flat],
+        [r.record_id if r.record_type == "user_profile" else r.user_id for r, _, _ in flat],
+        [r.record_id if r.record_type == "agent_profile" else r.agent_id for r, _, _ in flat],
+    ]
+    vectors = [c.vector for _, _, c in flat]
+    if any(v is not None for v in vectors):
+        values.append(pack_vectors(vectors))
+        return _CHUNK_COLUMNS_WITH_VECTORS, values
+    return _CHUNK_COLUMNS, values
+
+
+# --- errors ----------------------------------------------------------------------------------
+def _is_seq_conflict(exc: BaseException) -> bool:
+    return isinstance(exc, errors.UniqueViolation) and (
+        exc.diag.constraint_name or "").endswith("message_owner_seq_uq")
+
+
+def _duplicate_key(exc: errors.UniqueViolation) -> str | None:
+    detail = exc.diag.message_detail or ""
+    # "Key (id)=(abc) already exists." or "Key (actor_type, actor_id)=(user, abc) ..."
+    # The id itself may contain ", ": only the leading key columns are split off.
+    if detail.startswith("Key (") and ")=(" in detail and ") already" in detail:
+        columns, inner = detail[len("Key ("):].split(")=(", 1)
+        inner = inner.rsplit(") already", 1)[0]
+        return inner.split(", ", columns.count(","))[-1]
+    return None
