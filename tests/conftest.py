@@ -1,6 +1,8 @@
-"""Shared fixtures: one embedded PostgreSQL server per test session, a fresh store per test.
+"""Shared fixtures: one database per engine per test session, a fresh store per test.
 
-Set ``OAM_TEST_PG_URL`` to run against an existing PostgreSQL 18 + pgvector server instead.
+The behavioural fixtures (``make_store``, ``store``, ``vector_store``) run once per reachable
+engine (``tests/provision/``): PostgreSQL always (the embedded server, or ``OAM_TEST_PG_URL``),
+Oracle when its engine is available and ``OAM_TEST_ORACLE_DSN`` names a database.
 """
 
 from __future__ import annotations
@@ -8,44 +10,53 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
-from oracleagentmemory import embedded
 from oracleagentmemory.apis import IEmbedder
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
+from provision import reachable, statuses
+from provision.oracle import ORACLE
+from provision.postgres import POSTGRES
 
 _store_counter = itertools.count(1)
 
 
+def pytest_report_header() -> list[str]:
+    """Which engines this run covers, and why the others are not run."""
+    return [f"engine {status.name}: " + ("runs" if status.reason is None
+                                         else f"not run ({status.reason})")
+            for status in statuses()]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test of the behavioural fixtures on each reachable engine."""
+    if "engine_name" in metafunc.fixturenames:
+        metafunc.parametrize("engine_name", [p.name for p in reachable()], scope="session")
+
+
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
-    """URL of the session's database (the embedded server, started once) as the superuser.
+    """URL of the session's PostgreSQL database as the superuser (see tests/provision)."""
+    with POSTGRES.database() as url:
+        yield url
 
-    The server requires passwords; the URL carries none: its ``passfile=`` names the superuser's
-    password file in the data directory (``embedded.admin_passfile``).
 
-    The data directory is a private temporary directory outside pytest's rotating base
-    directory, so concurrent pytest runs cannot remove it under a running server.
-    """
-    external = os.environ.get("OAM_TEST_PG_URL")
-    if external:
-        yield external
-        return
-    parent = Path(tempfile.mkdtemp(prefix="oam-test-pg-"))
-    data_dir = parent / "data"
-    server = embedded.start(data_dir)
-    try:
-        yield server.url
-    finally:
-        embedded.stop(data_dir)
-        shutil.rmtree(parent, ignore_errors=True)
+@pytest.fixture(scope="session")
+def oracle_dsn() -> Iterator[str]:
+    """DSN of the session's Oracle database as the store owner (see tests/provision)."""
+    with ORACLE.database() as dsn:
+        yield dsn
+
+
+@pytest.fixture(scope="session")
+def database_url(engine_name: str, request: pytest.FixtureRequest) -> str:
+    """The admin's connection source for the engine under test."""
+    fixture = {POSTGRES.name: "pg_url", ORACLE.name: "oracle_dsn"}[engine_name]
+    return str(request.getfixturevalue(fixture))
 
 
 def new_store_id() -> str:
@@ -82,15 +93,15 @@ StoreFactory = Callable[..., OracleDBMemoryStore]
 
 
 @pytest.fixture
-def make_store(pg_url: str) -> Iterator[StoreFactory]:
-    """Build stores on fresh memory_store_ids (closed after the test)."""
+def make_store(database_url: str) -> Iterator[StoreFactory]:
+    """Build stores on fresh memory_store_ids of the engine under test (closed afterwards)."""
     opened: list[OracleDBMemoryStore] = []
 
     def factory(**kwargs: Any) -> OracleDBMemoryStore:
         kwargs.setdefault("memory_store_id", new_store_id())
         kwargs.setdefault("schema_policy", SchemaPolicy.CREATE_IF_NECESSARY)
         embedder = kwargs.pop("embedder", None)
-        pool = kwargs.pop("pool", pg_url)
+        pool = kwargs.pop("pool", database_url)
         store = OracleDBMemoryStore(embedder, pool, **kwargs)
         opened.append(store)
         return store

@@ -37,6 +37,7 @@ from oracleagentmemory.apis import (
     UserProfileRecord,
 )
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
+from oracleagentmemory.errors import DatabaseError
 from psycopg import sql
 
 # --- helpers -------------------------------------------------------------------------------
@@ -605,7 +606,7 @@ def test_cascade_delete_is_one_transaction(store: OracleDBMemoryStore,
     _populate_actors(store, "user_ids")
     # The last step of the cascade (the directly scoped memories) fails ...
     fail_deletes_of(db, store, "memory", "mem-direct-x1")
-    with pytest.raises(psycopg.Error, match="injected delete failure"):
+    with pytest.raises(DatabaseError, match="injected delete failure"):
         store.delete("user_profile", "x1", cascade=True)
     # ... so the profile, the thread and its rows deleted before it are all still there.
     assert store.get("user_profile", "x1") is not None
@@ -658,7 +659,7 @@ def test_delete_thread_is_one_transaction(store: OracleDBMemoryStore,
     store.add(["hi"], "message", record_ids="m1", thread_ids="t1")
     store.add(["thread memory"], "memory", record_ids="mem1", thread_ids="t1")
     fail_deletes_of(db, store, "thread", "t1")  # the thread row goes last and fails
-    with pytest.raises(psycopg.Error, match="injected delete failure"):
+    with pytest.raises(DatabaseError, match="injected delete failure"):
         store.delete_thread("t1")
     assert ids(store.list_thread_messages("t1")) == ["m1"]
     assert store.get("memory", "mem1") is not None
