@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final, TypeVar
-
-T_ = TypeVar("T_")
+from typing import Final
 
 
 class _NotSetMarker:
@@ -35,15 +33,3 @@ class _NotSetMarker:
 
 NOT_SET_MARKER: Final = _NotSetMarker()
 """Marks an argument the caller did not pass (distinct from an explicit ``None``)."""
-
-NotSet = _NotSetMarker
-
-
-def is_set(value: object) -> bool:
-    """Return ``True`` when ``value`` is anything but :data:`NOT_SET_MARKER`."""
-    return value is not NOT_SET_MARKER
-
-
-def value_or(value: T_ | _NotSetMarker, default: T_) -> T_:
-    """Return ``value`` unless it is :data:`NOT_SET_MARKER`, else ``default``."""
-    return default if isinstance(value, _NotSetMarker) else value

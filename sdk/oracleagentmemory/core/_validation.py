@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
+from oracleagentmemory._notset import _NotSetMarker
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 MAX_ID_LENGTH = 128
@@ -140,25 +139,3 @@ def check_bool(value: object, argument: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidArgumentTypeError(f"{argument} must be a bool, got {type(value).__name__}")
     return value
-
-
-def check_finite_number(value: float, argument: str) -> float:
-    """A finite float."""
-    if not math.isfinite(value):
-        raise InvalidArgumentError(f"{argument} must be finite")
-    return value
-
-
-__all__ = [
-    "NOT_SET_MARKER",
-    "broadcast",
-    "check_bool",
-    "check_id",
-    "check_limit",
-    "check_required_id",
-    "check_seq_no",
-    "format_timestamp",
-    "is_single_vector",
-    "parse_timestamp",
-    "to_vector",
-]

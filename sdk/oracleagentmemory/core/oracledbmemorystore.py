@@ -39,8 +39,8 @@ from oracleagentmemory.core.chunking import DEFAULT_CHUNKER
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy, parse_schema_policy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy, parse_enum
 from oracleagentmemory.core.deepsec.context import active_security_context
-from oracleagentmemory.core.storebase import OracleMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
+from oracleagentmemory.core.storebase import OracleMemoryStore
 from oracleagentmemory.engines import make_engine
 from oracleagentmemory.engines.identifiers import (
     store_names,
