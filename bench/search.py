@@ -124,7 +124,8 @@ class TextSeededEmbedder(IEmbedder):
     def embedding_dimension(self) -> int:
         return self._dim
 
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    def embed(self, texts: Sequence[str], *, is_query: bool = False
+              ) -> npt.NDArray[np.float32]:
         rows = []
         for text in texts:
             seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
@@ -162,6 +163,7 @@ class Corpus:
     load_seconds: float = 0.0
     index_seconds: float | None = None
     reused: bool = False
+    has_hnsw: bool = True
 
 
 @dataclass
@@ -172,6 +174,7 @@ class LoadOptions:
     build_memory: str
     store_id: str | None = None
     keep: bool = False
+    hnsw_index: bool = True
 
 
 def chunk_count(url: str, store_id: str) -> int | None:
@@ -197,6 +200,8 @@ def load_corpus(url: str, size: int, words: list[str], options: LoadOptions) -> 
     if options.keep and not reuse and chunk_count(url, store_id) is not None:
         raise SystemExit(f"store {store_id} exists with another size; drop it or pick another "
                          "--store-id")
+    if reuse and not options.hnsw_index:
+        add_hnsw_placeholder(url, store_id)  # else opening the store below builds the index
     start = time.perf_counter()
     creator = OracleDBMemoryStore(None, url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
                                   vector_dim=options.dim, memory_store_id=store_id,
@@ -208,9 +213,15 @@ def load_corpus(url: str, size: int, words: list[str], options: LoadOptions) -> 
             print(f"  {size:,} chunks: reusing store {store_id} (schema version "
                   f"{creator.schema_version}, opened in {time.perf_counter() - start:.1f} s)",
                   flush=True)
+            if options.hnsw_index and not has_hnsw_index(url, corpus):
+                build_hnsw_index(url, corpus, options.build_memory)
             vacuum_analyze(url, corpus)
         else:
             fill_corpus(corpus, url, words, options)
+        corpus.has_hnsw = has_hnsw_index(url, corpus)
+        if not corpus.has_hnsw:
+            print(f"  {size:,} chunks: no HNSW index (--no-hnsw-index): the hnsw ways are "
+                  "skipped", flush=True)
         open_modes(corpus, url, options.dim)
     except BaseException:
         drop_corpus(corpus, keep=options.keep)
@@ -242,16 +253,41 @@ def fill_corpus(corpus: Corpus, url: str, words: list[str], options: LoadOptions
               f"({done / (time.perf_counter() - start):,.0f} rec/s)", end="", flush=True)
     corpus.load_seconds = time.perf_counter() - start
     print(f" in {corpus.load_seconds:.1f} s", flush=True)
-    if not options.incremental_index:
-        start = time.perf_counter()
-        with psycopg.connect(url) as conn:
-            conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(
-                sql.Literal(options.build_memory)))
-            add_vector_index(conn, names)  # the SDK's own index definition
-            conn.commit()
-        corpus.index_seconds = time.perf_counter() - start
-        print(f"  {size:,} chunks: HNSW index built in {corpus.index_seconds:.1f} s", flush=True)
+    if not options.incremental_index and options.hnsw_index:
+        build_hnsw_index(url, corpus, options.build_memory)
+    elif not options.hnsw_index:
+        add_hnsw_placeholder(url, corpus.store_id)
     vacuum_analyze(url, corpus)
+
+
+def add_hnsw_placeholder(url: str, store_id: str) -> None:
+    """An empty HNSW index of the SDK's name (``WHERE false``: no query can use it), so that
+    opening the store with ``CREATE_IF_NECESSARY`` does not build the real one."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops) "
+            "WHERE false").format(sql.Identifier(f"{store_id}_record_chunks_hnsw_ix"),
+                                  sql.Identifier(f"{store_id}_record_chunks")))
+
+
+def build_hnsw_index(url: str, corpus: Corpus, build_memory: str) -> None:
+    start = time.perf_counter()
+    with psycopg.connect(url) as conn:
+        conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(build_memory)))
+        add_vector_index(conn, corpus.stores["creator"]._names)  # the SDK's own definition
+        conn.commit()
+    corpus.index_seconds = time.perf_counter() - start
+    print(f"  {corpus.size:,} chunks: HNSW index built in {corpus.index_seconds:.1f} s",
+          flush=True)
+
+
+def has_hnsw_index(url: str, corpus: Corpus) -> bool:
+    names = corpus.stores["creator"]._names
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = "
+                           "to_regclass(%s) AND indpred IS NULL)", [
+            pg_names.index_qualified(names, "record_chunks_hnsw_ix").as_string(conn)]).fetchone()
+    return bool(row and row[0])
 
 
 def vacuum_analyze(url: str, corpus: Corpus) -> None:
@@ -431,6 +467,8 @@ def measure(url: str, corpus: Corpus, mode: str, queries: list[Query], warmup: i
     ways = [w for w in WAYS if w not in VECTOR_ONLY_WAYS or mode == "vector"]
     if mode == "vector":
         ways += [f"hnsw-ef{ef}" for ef in hnsw_efs]
+    if not corpus.has_hnsw:
+        ways = [w for w in ways if not w.startswith("hnsw")]
     with raw_connection(url) as conn:
         plans = [engine_plan(corpus, mode, q, dim) for q in queries]
         result = Result(corpus.size, mode, store_way(conn, corpus, plans[0]))
@@ -586,6 +624,8 @@ def reproduce_command(args: argparse.Namespace) -> str:
         parts.append("--keep")
     if args.shared_buffers:
         parts.append(f"--shared-buffers {args.shared_buffers}")
+    if args.no_hnsw_index:
+        parts.append("--no-hnsw-index")
     return " ".join(parts)
 
 
@@ -618,6 +658,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shared-buffers",
                         help="diagnostic, embedded server only: restart it with this "
                              "shared_buffers (e.g. 1GB) instead of its default")
+    parser.add_argument("--no-hnsw-index", action="store_true",
+                        help="load without the HNSW index (a 1M-chunk build takes most of an "
+                             "hour on 2 busy cores; the scoped exact path does not use it): "
+                             "the hnsw ways are skipped")
     parser.add_argument("--build-memory", default="1GB",
                         help="maintenance_work_mem for the HNSW build (default 1GB)")
     args = parser.parse_args(argv)
@@ -650,7 +694,8 @@ def main(argv: list[str] | None = None) -> int:
             if store_id and len(sizes) > 1:
                 store_id = f"{store_id}_{size}"
             options = LoadOptions(args.dim, args.users, args.incremental_index,
-                                  args.build_memory, store_id, args.keep)
+                                  args.build_memory, store_id, args.keep,
+                                  not args.no_hnsw_index)
             corpus = load_corpus(url, size, words, options)
             try:
                 print(f"  {size:,} chunks: a keyword query matches "
