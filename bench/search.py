@@ -52,6 +52,7 @@ on an idle one.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import itertools
 import os
@@ -82,6 +83,7 @@ USERS = 100
 """Default number of users; ``--users`` sets it."""
 SEED = 20240611
 K = 10
+MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
 VOCAB_SIZE = 500
 WORDS_PER_TEXT = 12
 BATCH = 5_000
@@ -363,7 +365,8 @@ SEQUENTIAL = ("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = o
 THROUGH_HNSW = ("SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; "
                 "SET LOCAL enable_sort = off")
 """Steers the ``hnsw`` ways onto the HNSW index even where the planner would rather scan the
-user's chunks (a selective user filter): the filtered HNSW scan at its hardest."""
+user's chunks (a selective user filter): the filtered HNSW scan at its hardest. They search the
+memory arm only (the corpus has no other records)."""
 WAYS = ("exact", "planner", "scoped", "hnsw")
 """Raw-SQL ways of running a plan: ``exact`` = the exact statement (exact order, parents joined
 before the sort), sequential scans only: the baseline; ``planner`` = the same statement with the
@@ -381,6 +384,10 @@ def run_sql(conn: psycopg.Connection[Any], corpus: Corpus, plan: SearchPlan, way
     """Top-k record ids of ``plan`` run ``way`` in one transaction (or its EXPLAIN ANALYZE)."""
     budget = max(plan.k * 4, 40)
     exact = way in ("exact", "planner", "scoped", "store-exact")
+    if way.startswith("hnsw"):  # the corpus holds memories only: the other arms find nothing,
+        # and forced onto the HNSW index they would scan it to its limits to show it
+        plan = dataclasses.replace(plan, record_types=tuple(
+            t for t in plan.record_types if t in MEMORY_TYPES))
     statement, params = candidate_sql(corpus, plan, exact,
                                       scoped=way in ("scoped", "store-exact"))
     if explain:
