@@ -6,14 +6,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from oracleagentmemory.apis.records import MEMORY_TYPES, PROFILE_TYPES
 from oracleagentmemory.core._validation import check_bool, check_id, to_vector
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.engines.base import UNSET, SearchHit, SearchPlan
+from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 from oracleagentmemory.filtertree import parse_metadata_filter
 
-SEARCHABLE_RECORD_TYPES: frozenset[str] = MEMORY_TYPES | PROFILE_TYPES | {"message"}
+SEARCHABLE_RECORD_TYPES = SEARCHABLE_TYPES
 DEFAULT_SEARCH_RECORD_TYPES: tuple[str, ...] = (
     "message", "memory", "guideline", "fact", "preference", "user_profile", "agent_profile",
 )

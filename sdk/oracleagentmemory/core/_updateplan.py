@@ -10,7 +10,6 @@ from oracleagentmemory.apis.records import MEMORY_TYPES, PROFILE_TYPES
 from oracleagentmemory.core._validation import is_single_vector, parse_timestamp, to_vector
 from oracleagentmemory.core._writeplan import (
     EXPIRING_TYPES,
-    SEARCHABLE_TYPES,
     STATUS_TYPES,
     WriteSettings,
     check_anchor,
@@ -25,6 +24,7 @@ from oracleagentmemory.core._writeplan import (
 )
 from oracleagentmemory.core.retention import resolve_ttl_days
 from oracleagentmemory.engines.base import UNSET, ChunkRow, UpdatePlan, Vector
+from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 UPDATE_ARGUMENTS = ("content", "index_text", "embedding", "metadata", "timestamp", "ttl_days",

@@ -32,10 +32,9 @@ from oracleagentmemory.core._validation import (
 from oracleagentmemory.core.dbsearch import parse_enum
 from oracleagentmemory.core.retention import resolve_ttl_days
 from oracleagentmemory.engines.base import ChunkRow, RowPlan, Vector
+from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-SEARCHABLE_TYPES = MEMORY_TYPES | PROFILE_TYPES | {"message"}
-"""Types that get retrieval rows."""
 EXPIRING_TYPES = MEMORY_TYPES | {"message"}
 """Types with a time to live."""
 STATUS_TYPES = MEMORY_TYPES | {"message", "thread_summary"}
@@ -240,14 +239,24 @@ def _check_store_dimension(settings: WriteSettings, dims: set[int], argument: st
         )
 
 
+_HEX_DIGITS = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_UUID_DIGIT_POSITIONS = np.array([n for n in range(36) if n not in (8, 13, 18, 23)])
+"""Where the 32 hex digits go in the 36-character text form (the rest are dashes)."""
+
+
 def new_record_ids(count: int) -> list[str]:
-    """``count`` random (version 4) UUIDs as text, drawn in one batch."""
+    """``count`` random (version 4) UUIDs in their text form, drawn and formatted in one batch
+    (as ``str(uuid.uuid4())`` would give them one by one)."""
     octets = np.frombuffer(os.urandom(16 * count), dtype=np.uint8).reshape(count, 16).copy()
     octets[:, 6] = (octets[:, 6] & 0x0F) | 0x40  # version 4
     octets[:, 8] = (octets[:, 8] & 0x3F) | 0x80  # RFC 4122 variant
-    digits = octets.tobytes().hex()
-    return [f"{digits[i:i + 8]}-{digits[i + 8:i + 12]}-{digits[i + 12:i + 16]}-"
-            f"{digits[i + 16:i + 20]}-{digits[i + 20:i + 32]}" for i in range(0, 32 * count, 32)]
+    nibbles = np.empty((count, 32), dtype=np.uint8)
+    nibbles[:, 0::2] = octets >> 4
+    nibbles[:, 1::2] = octets & 0x0F
+    text = np.full((count, 36), ord("-"), dtype=np.uint8)
+    text[:, _UUID_DIGIT_POSITIONS] = _HEX_DIGITS[nibbles]
+    joined = text.tobytes().decode("ascii")
+    return [joined[i:i + 36] for i in range(0, 36 * count, 36)]
 
 
 def _all_valid_ids(values: list[Any], allow_none: bool) -> bool:

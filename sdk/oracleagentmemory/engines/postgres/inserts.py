@@ -24,6 +24,7 @@ from psycopg.types.json import Jsonb
 
 from oracleagentmemory.engines.base import ChunkRow, RowPlan, Vector
 from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.layout import TABLE_OF_TYPE
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.errors import DuplicateRecordError
 
@@ -31,15 +32,6 @@ INSERT_BATCH_SIZE = 256
 SEQ_RETRIES = 50
 """Attempts at message sequence numbers while concurrent writers take the same ones."""
 
-TABLE_OF_TYPE = {
-    "thread": "thread",
-    "message": "message",
-    "thread_summary": "thread_summary",
-    "user_profile": "actor_profile",
-    "agent_profile": "actor_profile",
-    **{t: "memory" for t in ("memory", "guideline", "fact", "preference")},
-}
-"""The table that holds each record type."""
 
 Columns = tuple[tuple[str, str], ...]
 """Column names and their SQL types, in insert order."""

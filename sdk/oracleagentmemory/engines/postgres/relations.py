@@ -12,12 +12,13 @@ from psycopg.types.json import Jsonb
 
 from oracleagentmemory.engines.base import UNSET, RelationChange, RelationQuery, RelationRow
 from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.layout import LIFECYCLE_RELATION_TYPES
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.filters import metadata_predicates
 from oracleagentmemory.errors import DuplicateRelationError
 
-LIFECYCLE_TYPES = ["supersedes", "refines", "duplicates"]
-"""Relation types that make their target INVALID while they exist."""
+LIFECYCLE_TYPES = sorted(LIFECYCLE_RELATION_TYPES)
+"""Relation types that make their target INVALID while they exist (a bound list)."""
 
 _COLUMNS = sql.SQL(
     "id, source_id, source_type, target_id, target_type, relation_type, opposite_relation_type, "

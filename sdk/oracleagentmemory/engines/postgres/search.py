@@ -21,13 +21,12 @@ from psycopg import sql
 
 from oracleagentmemory.engines.base import UNSET, SearchHit, SearchPlan
 from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.layout import MEMORY_TYPES, PROFILE_TYPES
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.filters import render_filter, scope_predicates
 
 RRF_K = 60
 """Reciprocal-rank-fusion constant: a record ranked ``r`` (from 1) scores ``1 / (RRF_K + r)``."""
-MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
-PROFILE_TYPES = ("user_profile", "agent_profile")
 MAX_EF_SEARCH = 1000
 MAX_SCAN_TUPLES = 200_000
 EXACT_SCAN_MIN_ROWS = 2_000

@@ -30,6 +30,12 @@ from oracleagentmemory.engines.base import (
     UpdatePlan,
 )
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
+from oracleagentmemory.engines.layout import (
+    EXPIRING_TABLES,
+    MEMORY_TYPES,
+    TABLE_OF_TYPE,
+    THREAD_CASCADE,
+)
 from oracleagentmemory.engines.postgres import ddl, inserts, relations, search
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.filters import (
@@ -46,11 +52,9 @@ from oracleagentmemory.errors import (
 if TYPE_CHECKING:
     from oracleagentmemory.engines.postgres.engine import PostgresEngine
 
-MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
-EXPIRING_TABLES = ("message", "memory", "thread_summary", "document")
 _log = logging.getLogger(__name__)
 
-_TABLE_OF_TYPE = inserts.TABLE_OF_TYPE
+_TABLE_OF_TYPE = TABLE_OF_TYPE
 
 # SELECT lists per table; every list yields the same neutral keys.
 _SELECT = {
@@ -433,7 +437,7 @@ class PostgresSession(EngineSession):
         ).fetchall()
         keys = [(r[0], r[1]) for r in rows]
         if logical == "memory":
-            self._delete_chunks(names, MEMORY_TYPES, keys)
+            self._delete_chunks(names, sorted(MEMORY_TYPES), keys)
             relations.delete_links_of(self.conn, names, keys)
             relations.recompute_status(self.conn, names, released)
         elif logical == "message":
@@ -460,12 +464,12 @@ class PostgresSession(EngineSession):
         ).fetchall()]
         for thread_id in thread_ids:
             self.delete_thread(names, thread_id)
-        for logical in ("message", "memory", "thread_summary", "document"):
+        for logical in THREAD_CASCADE:
             self._delete_where(names, logical, sql.SQL("{} = %s").format(column), [actor_id])
 
     def delete_thread(self, names: StoreNames, thread_id: str) -> int:
         by_thread = sql.SQL("thread_id = %s")
-        for logical in ("message", "memory", "thread_summary", "document"):
+        for logical in THREAD_CASCADE:
             self._delete_where(names, logical, by_thread, [thread_id])
         return len(self._delete_where(names, "thread", sql.SQL("id = %s"), [thread_id]))
 

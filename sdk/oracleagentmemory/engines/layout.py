@@ -1,0 +1,72 @@
+"""The managed store's logical layout, the same on every engine: which table holds each record
+type, which tables expire, the order of cascading deletes, and the shape of a record row.
+
+Engines map these logical names to their own tables (``StoreNames.table``) and SQL; the core
+builds records from :class:`RecordRow`. Record-type facts are defined once, here and in
+:mod:`oracleagentmemory.apis.records` (the public type names).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, TypedDict
+
+from oracleagentmemory.apis.records import MEMORY_TYPES, PROFILE_TYPES
+from oracleagentmemory.apis.relations import LIFECYCLE_RELATION_TYPES
+
+__all__ = [
+    "EXPIRING_TABLES",
+    "LIFECYCLE_RELATION_TYPES",
+    "MEMORY_TYPES",
+    "PROFILE_TYPES",
+    "SEARCHABLE_TYPES",
+    "TABLE_OF_TYPE",
+    "THREAD_CASCADE",
+    "RecordRow",
+]
+
+SEARCHABLE_TYPES: frozenset[str] = MEMORY_TYPES | PROFILE_TYPES | {"message"}
+"""Record types that get retrieval rows (chunks) and can be searched."""
+
+TABLE_OF_TYPE: dict[str, str] = {
+    "thread": "thread",
+    "message": "message",
+    "thread_summary": "thread_summary",
+    "user_profile": "actor_profile",
+    "agent_profile": "actor_profile",
+    **{t: "memory" for t in sorted(MEMORY_TYPES)},
+}
+"""The logical table that holds each record type."""
+
+EXPIRING_TABLES: tuple[str, ...] = ("message", "memory", "thread_summary", "document")
+"""Logical tables whose rows carry ``expires_at`` (reads skip expired rows; purge deletes them)."""
+
+THREAD_CASCADE: tuple[str, ...] = ("message", "memory", "thread_summary", "document")
+"""What deleting a thread (or an actor's scope) deletes, in this order, before the thread row:
+each step also deletes the rows' retrieval rows, and memories their relations."""
+
+
+class RecordRow(TypedDict, total=False):
+    """One record as every engine returns it (the neutral SELECT list)."""
+
+    id: str
+    record_type: str
+    thread_id: str | None
+    user_id: str | None
+    agent_id: str | None
+    content: Any
+    """Text, a summary mapping (thread summaries) or ``None`` (threads)."""
+    content_parts: list[dict[str, Any]] | None
+    """Message content parts (text and image parts), when the message has them."""
+    metadata: dict[str, Any] | None
+    ts: datetime
+    """The event timestamp, or the creation time when the record has none."""
+    event_ts: datetime | None
+    status: str
+    role: str | None
+    seq_no: int | None
+    """A message's sequence number, or a summary's covered-through sequence number."""
+    runtime_config: dict[str, Any] | None
+    """Threads only."""
+    runtime_state: dict[str, Any] | None
+    """Threads only."""
