@@ -22,7 +22,8 @@ more ``store.add`` under ``cProfile`` and prints its N most expensive functions.
 Usage::
 
     .venv/bin/python bench/store_write.py [--records 10000] [--dim 384] [--rounds 5] [--no-hnsw]
-                                          [--profile N] [--url URL | --data-dir DIR]
+                                          [--batch-size N] [--profile N]
+                                          [--url URL | --data-dir DIR]
 
 Without ``--url`` the embedded PostgreSQL is started (in a temporary directory unless
 ``--data-dir`` names one) and stopped at the end.
@@ -43,7 +44,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -73,6 +74,8 @@ class Workload:
     contents: list[str]
     user_ids: list[str]
     embeddings: list[npt.NDArray[np.float32]]
+    store_options: dict[str, int] = field(default_factory=dict)
+    """Extra options of ``store.add`` (``batch_size``)."""
 
 
 def make_workload(records: int, dim: int) -> Workload:
@@ -136,7 +139,7 @@ def run_store(url: str, work: Workload, dim: int, hnsw: bool) -> tuple[float, fl
         settle(url)
         start, cpu = time.perf_counter(), time.process_time()
         ids = store.add(work.contents, record_type="memory", user_ids=work.user_ids,
-                        embeddings=work.embeddings)
+                        embeddings=work.embeddings, **work.store_options)
         elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
         assert len(ids) == len(work.contents)
         memories, chunks = count_rows(url, store)
@@ -196,7 +199,7 @@ def profile_store(url: str, work: Workload, dim: int, hnsw: bool, top: int) -> N
         profiler = cProfile.Profile()
         profiler.enable()
         store.add(work.contents, record_type="memory", user_ids=work.user_ids,
-                  embeddings=work.embeddings)
+                  embeddings=work.embeddings, **work.store_options)
         profiler.disable()
     print(f"\nprofile of one store.add (own time, top {top}):")
     pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(top)
@@ -211,18 +214,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-hnsw", action="store_true",
                         help="diagnostic: drop the HNSW index on both sides, so the figures show "
                              "the client and protocol path instead of vector index maintenance")
+    parser.add_argument("--batch-size", type=int,
+                        help="store.add's batch_size (default: the store's, 256); at least "
+                             "--records, the store writes with INSERT ... unnest, not COPY")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="after the rounds, profile one store.add and print its N most "
                              "expensive functions")
     args = parser.parse_args(argv)
-    if args.records < 1 or args.dim < 1 or args.rounds < 1 or args.profile < 0:
-        parser.error("--records, --dim and --rounds must be positive, --profile not negative")
+    if args.records < 1 or args.dim < 1 or args.rounds < 1 or args.profile < 0 or (
+            args.batch_size is not None and args.batch_size < 1):
+        parser.error("--records, --dim, --rounds and --batch-size must be positive, --profile "
+                     "not negative")
 
     with bench_server(args.url, args.data_dir) as url:
         work = make_workload(args.records, args.dim)
+        if args.batch_size is not None:
+            work.store_options["batch_size"] = args.batch_size
+        path = "INSERT" if args.records <= (args.batch_size or 256) else "COPY"
         print(f"{args.records} memories, {args.dim}-d float32 embeddings, {USERS} users, "
               f"{args.rounds} rounds, {os.cpu_count()} CPUs, HNSW index "
-              f"{'dropped' if args.no_hnsw else 'present'}", flush=True)
+              f"{'dropped' if args.no_hnsw else 'present'}, store writes with {path}",
+              flush=True)
         times: dict[str, list[float]] = {STORE: [], COPY: []}
         cpu: dict[str, list[float]] = {STORE: [], COPY: []}
         sides = [(STORE, run_store), (COPY, run_copy)]

@@ -1,19 +1,21 @@
 """Inserting records and their retrieval rows on PostgreSQL, in the caller's transaction.
 
-Values travel column-wise and in binary. Writes larger than one batch use binary ``COPY``
-unless row-level security applies to the session (PostgreSQL refuses ``COPY FROM`` then);
-otherwise each batch is one ``INSERT ... SELECT * FROM unnest(...)`` with binary array
-parameters, the batches pipelined. Message sequence numbers are assigned here and retried from
-a savepoint when a concurrent writer takes the same ones.
+Writes larger than one batch use binary ``COPY`` unless row-level security applies to the
+session (PostgreSQL refuses ``COPY FROM`` then); otherwise each batch is one ``INSERT ... SELECT
+* FROM unnest(...)`` with binary array parameters, the batches pipelined. Either way the rows
+are built while they are sent, so the client's work overlaps the server's. Message sequence
+numbers are assigned here and retried from a savepoint when a concurrent writer takes the same
+ones.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import nullcontext
 from datetime import datetime, timedelta
 from functools import cache, lru_cache
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -22,7 +24,7 @@ from psycopg import errors, pq, sql
 from psycopg.adapt import Dumper
 from psycopg.types.json import Jsonb
 
-from oracleagentmemory.engines.base import ChunkRow, RowPlan, Vector
+from oracleagentmemory.engines.base import RowPlan
 from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.layout import TABLE_OF_TYPE
 from oracleagentmemory.engines.postgres import names as q
@@ -37,53 +39,36 @@ Columns = tuple[tuple[str, str], ...]
 """Column names and their SQL types, in insert order."""
 
 
-class PackedVector(bytes):
-    """A vector already in pgvector's binary form (dimension, unused, big-endian float4s)."""
+class _VectorDumper(Dumper):
+    """numpy vectors in pgvector's binary form (dimension, unused, big-endian float4s)."""
 
-
-class _PackedVectorDumper(Dumper):
     format = pq.Format.BINARY
 
     def dump(self, obj: Any) -> bytes:
-        return bytes(obj)
+        array = np.asarray(obj, dtype=">f4")
+        return _vector_header(array.shape[0]) + array.tobytes()
 
 
 @cache
-def _packed_vector_dumper(oid: int) -> type[Dumper]:
-    return type("PackedVectorDumper", (_PackedVectorDumper,), {"oid": oid})
+def _vector_header(dim: int) -> bytes:
+    return struct.pack(">HH", dim, 0)
 
 
-def pack_vectors(vectors: Sequence[Vector | None]) -> list[PackedVector | None]:
-    """Vectors in pgvector's binary form, converted as one matrix when they share a dimension."""
-    present = [v for v in vectors if v is not None]
-    matrix = np.asarray(present, dtype=">f4") if present and _same_size(present) else None
-    if matrix is None or matrix.ndim != 2:
-        return [None if v is None else _pack_one(v) for v in vectors]
-    header = struct.pack(">HH", matrix.shape[1], 0)
-    rows = iter(matrix)
-    return [None if v is None else PackedVector(header + next(rows).tobytes()) for v in vectors]
-
-
-def _same_size(vectors: list[Vector]) -> bool:
-    size = len(vectors[0])
-    return all(len(v) == size for v in vectors)
-
-
-def _pack_one(vector: Vector) -> PackedVector:
-    array = np.asarray(vector, dtype=">f4")
-    return PackedVector(struct.pack(">HH", array.shape[0], 0) + array.tobytes())
+@cache
+def _vector_dumper(oid: int) -> type[Dumper]:
+    return type("VectorDumper", (_VectorDumper,), {"oid": oid})
 
 
 def write_cursor(conn: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
-    """A cursor that dumps :class:`PackedVector` values as pgvector ``vector``."""
+    """A cursor that sends numpy vectors as pgvector ``vector`` with less work per value."""
     cur = conn.cursor()
     info = conn.adapters.types.get("vector")
     if info is not None:
-        cur.adapters.register_dumper(PackedVector, _packed_vector_dumper(info.oid))
+        cur.adapters.register_dumper(np.ndarray, _vector_dumper(info.oid))
     return cur
 
 
-# --- planning the write --------------------------------------------------------------------
+# --- the write ------------------------------------------------------------------------------
 def insert_rows(conn: psycopg.Connection[Any], names: StoreNames, rows: Sequence[RowPlan],
                 batch_size: int = INSERT_BATCH_SIZE) -> None:
     """Insert ``rows`` and their retrieval rows; raise :class:`DuplicateRecordError`."""
@@ -143,12 +128,11 @@ def _insert_tables(conn: psycopg.Connection[Any], names: StoreNames, rows: Seque
         # failed batch (e.g. a duplicate id) raises its own error when the pipeline syncs.
         with nullcontext() if bulk else conn.pipeline(), write_cursor(conn) as cur:
             for logical, table_rows in by_table.items():
-                columns, values = insert_columns(logical, table_rows, now)
+                columns, values = record_rows(logical, table_rows, now)
                 write_rows(cur, names, logical, columns, values, batch_size, bulk)
-            chunk_columns_, chunk_values = chunk_columns(rows)
-            if chunk_values[0]:
-                write_rows(cur, names, "record_chunks", chunk_columns_, chunk_values, batch_size,
-                           bulk)
+            if any(r.chunks for r in rows):
+                columns, values = chunk_rows(rows)
+                write_rows(cur, names, "record_chunks", columns, values, batch_size, bulk)
     except errors.UniqueViolation as exc:
         key = _duplicate_key(exc)
         raise DuplicateRecordError(
@@ -173,33 +157,33 @@ def assign_seq_nos(conn: psycopg.Connection[Any], names: StoreNames,
 
 # --- sending rows ----------------------------------------------------------------------------
 def write_rows(cur: psycopg.Cursor[Any], names: StoreNames, logical: str, columns: Columns,
-               values: list[list[Any]], batch_size: int, bulk: bool) -> None:
-    """Write column-wise ``values``: one binary COPY (``bulk``), or INSERT batches."""
+               rows: Iterable[tuple[Any, ...]], batch_size: int, bulk: bool) -> None:
+    """Write ``rows``: one binary COPY (``bulk``), or INSERT batches of ``batch_size`` rows."""
     if bulk:
-        copy_rows(cur, names, logical, columns, values)
+        copy_rows(cur, names, logical, columns, rows)
     else:
-        insert_unnest(cur, names, logical, columns, values, batch_size)
+        insert_unnest(cur, names, logical, columns, rows, batch_size)
 
 
 def copy_rows(cur: psycopg.Cursor[Any], names: StoreNames, logical: str, columns: Columns,
-              values: list[list[Any]]) -> None:
-    """Binary COPY of column-wise ``values`` (same columns and types as the INSERT path)."""
+              rows: Iterable[tuple[Any, ...]]) -> None:
+    """Binary COPY of ``rows`` (same columns and types as the INSERT path)."""
     with cur.copy(_copy_statement(names, logical, columns)) as copy:
         copy.set_types([t for _, t in columns])
         write_row = copy.write_row
-        for row in zip(*values, strict=True):
+        for row in rows:
             write_row(row)
 
 
 def insert_unnest(cur: psycopg.Cursor[Any], names: StoreNames, logical: str, columns: Columns,
-                  values: list[list[Any]], batch_size: int) -> None:
+                  rows: Iterable[tuple[Any, ...]], batch_size: int) -> None:
     """``INSERT ... SELECT * FROM unnest(...)`` per batch of ``batch_size`` rows."""
     # Binary parameters (%b): vectors go as packed float4 instead of decimal text, and
     # strings need no array quoting; the client-side cost of a batch drops several-fold.
     statement = _insert_statement(names, logical, columns)
-    total = len(values[0])
-    for start in range(0, total, batch_size):
-        cur.execute(statement, [col[start:start + batch_size] for col in values])
+    pending = iter(rows)
+    while batch := list(islice(pending, batch_size)):
+        cur.execute(statement, [list(column) for column in zip(*batch, strict=True)])
 
 
 @lru_cache(maxsize=256)
@@ -226,13 +210,13 @@ def _max_seq_statement(names: StoreNames) -> sql.Composed:
 def insert_chunks(conn: psycopg.Connection[Any], names: StoreNames,
                   rows: Sequence[RowPlan]) -> None:
     """Insert the retrieval rows of ``rows`` (whose records exist already)."""
-    columns, values = chunk_columns(rows)
-    if values[0]:
+    if any(r.chunks for r in rows):
+        columns, values = chunk_rows(rows)
         with write_cursor(conn) as cur:
             insert_unnest(cur, names, "record_chunks", columns, values, INSERT_BATCH_SIZE)
 
 
-# --- rows as columns -------------------------------------------------------------------------
+# --- records as rows --------------------------------------------------------------------------
 _PROFILE_COLUMNS: Columns = (("actor_type", "text"), ("actor_id", "text"), ("content", "text"),
                              ("metadata", "jsonb"), ("event_ts", "timestamptz"))
 _THREAD_COLUMNS: Columns = (("id", "text"), ("user_id", "text"), ("agent_id", "text"),
@@ -253,8 +237,8 @@ _CHUNK_COLUMNS: Columns = (("record_type", "text"), ("record_id", "text"),
 _CHUNK_COLUMNS_WITH_VECTORS: Columns = (*_CHUNK_COLUMNS, ("embedding", "vector"))
 
 
-def _jsonb(values: list[Any]) -> list[Jsonb | None]:
-    return [None if v is None else Jsonb(v) for v in values]
+def _jsonb(value: Any) -> Jsonb | None:
+    return None if value is None else Jsonb(value)
 
 
 def _expiry(rows: list[RowPlan], now: datetime | None) -> list[datetime | None]:
@@ -270,58 +254,51 @@ def _expiry(rows: list[RowPlan], now: datetime | None) -> list[datetime | None]:
     return expires
 
 
-def insert_columns(logical: str, rows: list[RowPlan], now: datetime | None
-                   ) -> tuple[Columns, list[list[Any]]]:
-    """Columns and column-wise values for inserting ``rows`` into ``logical``.
+def record_rows(logical: str, rows: list[RowPlan], now: datetime | None
+                ) -> tuple[Columns, Iterator[tuple[Any, ...]]]:
+    """Columns and rows (built as they are consumed) for inserting ``rows`` into ``logical``.
 
     ``now`` (the transaction time) anchors expiry; it may be ``None`` when no row expires.
     """
-    ids = [r.record_id for r in rows]
-    metadata = _jsonb([r.metadata for r in rows])
-    event_ts = [r.event_ts for r in rows]
     if logical == "actor_profile":
-        actor_types = [r.record_type.removesuffix("_profile") for r in rows]
-        return _PROFILE_COLUMNS, [actor_types, ids, [r.content for r in rows], metadata,
-                                  event_ts]
-    user_ids = [r.user_id for r in rows]
-    agent_ids = [r.agent_id for r in rows]
+        return _PROFILE_COLUMNS, (
+            (r.record_type.removesuffix("_profile"), r.record_id, r.content, _jsonb(r.metadata),
+             r.event_ts) for r in rows)
     if logical == "thread":
-        return _THREAD_COLUMNS, [ids, user_ids, agent_ids, metadata, event_ts]
-    values: list[list[Any]] = [ids, [r.thread_id for r in rows], user_ids, agent_ids, metadata,
-                               event_ts, _expiry(rows, now), [r.status for r in rows]]
+        return _THREAD_COLUMNS, (
+            (r.record_id, r.user_id, r.agent_id, _jsonb(r.metadata), r.event_ts) for r in rows)
+    columns = _RECORD_COLUMNS + _EXTRA_COLUMNS.get(logical, ())
+    common = ((r, (r.record_id, r.thread_id, r.user_id, r.agent_id,
+                   None if r.metadata is None else Jsonb(r.metadata), r.event_ts, expires,
+                   r.status))
+              for r, expires in zip(rows, _expiry(rows, now), strict=True))
     if logical == "memory":
-        values += [[r.record_type for r in rows], [r.content for r in rows]]
-    elif logical == "message":
-        values += [[r.role for r in rows], [r.content[0] for r in rows],
-                   _jsonb([r.content[1] for r in rows]), [r.seq_no for r in rows]]
-    elif logical == "thread_summary":
-        values.append([Jsonb(r.content) for r in rows])
-    return _RECORD_COLUMNS + _EXTRA_COLUMNS.get(logical, ()), values
+        return columns, ((*values, r.record_type, r.content) for r, values in common)
+    if logical == "message":
+        return columns, ((*values, r.role, r.content[0], _jsonb(r.content[1]), r.seq_no)
+                         for r, values in common)
+    if logical == "thread_summary":
+        return columns, ((*values, Jsonb(r.content)) for r, values in common)
+    return columns, (values for _, values in common)
 
 
-def chunk_columns(rows: Sequence[RowPlan]) -> tuple[Columns, list[list[Any]]]:
-    """Columns and column-wise values of the retrieval rows of ``rows``.
+def chunk_rows(rows: Sequence[RowPlan]) -> tuple[Columns, Iterator[tuple[Any, ...]]]:
+    """Columns and rows (built as they are consumed) of the retrieval rows of ``rows``.
 
-    The embedding column is present when any chunk has a vector; vectors are packed.
+    The embedding column is present when any chunk has a vector.
     """
-    flat: list[tuple[RowPlan, int, ChunkRow]] = [
-        (r, n, c) for r in rows for n, c in enumerate(r.chunks)
-    ]
+    with_vectors = any(c.vector is not None for r in rows for c in r.chunks)
     # A profile's actor id is its scope on the matching dimension (spec: search scoping).
-    values: list[list[Any]] = [
-        [r.record_type for r, _, _ in flat],
-        [r.record_id for r, _, _ in flat],
-        [n for _, n, _ in flat],
-        [c.text for _, _, c in flat],
-        [r.thread_id for r, _, _ in flat],
-        [r.record_id if r.record_type == "user_profile" else r.user_id for r, _, _ in flat],
-        [r.record_id if r.record_type == "agent_profile" else r.agent_id for r, _, _ in flat],
-    ]
-    vectors = [c.vector for _, _, c in flat]
-    if any(v is not None for v in vectors):
-        values.append(pack_vectors(vectors))
-        return _CHUNK_COLUMNS_WITH_VECTORS, values
-    return _CHUNK_COLUMNS, values
+    scoped = ((r, r.record_id if r.record_type == "user_profile" else r.user_id,
+               r.record_id if r.record_type == "agent_profile" else r.agent_id)
+              for r in rows if r.chunks)
+    if with_vectors:
+        return _CHUNK_COLUMNS_WITH_VECTORS, (
+            (r.record_type, r.record_id, n, c.text, r.thread_id, user, agent, c.vector)
+            for r, user, agent in scoped for n, c in enumerate(r.chunks))
+    return _CHUNK_COLUMNS, (
+        (r.record_type, r.record_id, n, c.text, r.thread_id, user, agent)
+        for r, user, agent in scoped for n, c in enumerate(r.chunks))
 
 
 # --- errors ----------------------------------------------------------------------------------
