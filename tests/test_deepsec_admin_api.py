@@ -32,6 +32,7 @@ from oracleagentmemory.core.deepsec import (
     revoke_agent_memory_policies,
 )
 from oracleagentmemory.engines.postgres import deepsec_admin
+from oracleagentmemory.errors import NotPermittedError
 
 OWN = UserOwnRowsDeepDataSecurityPolicy()
 GLOBAL = GlobalMemoriesDeepDataSecurityPolicy()
@@ -154,7 +155,7 @@ def test_removing_both_policies_cuts_the_runtime_off_and_re_adding_restores(
     assert policies(dds, store_id) == set()
     assert grants(dds, store_id) == {}
 
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
+    with pytest.raises(NotPermittedError, match="permission denied"):
         visible(dds, store_id, dds.context("alice"))
     with psycopg.connect(dds.runtime_url) as conn, conn.transaction():
         conn.execute("SELECT oam_sec.apply_assertion(%s)", [dds.context("alice").assertion()])
@@ -174,7 +175,7 @@ def test_grant_revoke_and_list_for_local_users_and_groups(dds: Any) -> None:
     add_deep_data_security_policies(dds.secadmin_url, OWNER, store_id, POLICIES)
     add_global(dds, store_id, "g1")
     assert grants(dds, store_id) == {}
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match=RLS_REFUSAL):
+    with pytest.raises(NotPermittedError, match=RLS_REFUSAL):
         add_as(dds, store_id, dds.context("alice"), "a1")
 
     alice, crew = LocalEndUserPrincipal("alice"), OciGroupPrincipal("crew", IDP)
@@ -187,7 +188,7 @@ def test_grant_revoke_and_list_for_local_users_and_groups(dds: Any) -> None:
     add_as(dds, store_id, dds.idp_context("zoe", ("crew",)), "z1")
     assert visible(dds, store_id, dds.idp_context("zoe", ("crew",))) == ["g1", "z1"]
     assert visible(dds, store_id, dds.idp_context("yan", ("other",))) == []
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match=RLS_REFUSAL):
+    with pytest.raises(NotPermittedError, match=RLS_REFUSAL):
         add_as(dds, store_id, dds.context("bob"), "b1")
 
     revoke_agent_memory_policies(dds.secadmin_url, store_id, OWNER, [alice], [OWN])

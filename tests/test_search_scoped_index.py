@@ -66,7 +66,7 @@ def _explain_scoped(pg_url: str, store: OracleDBMemoryStore, user: str, query: M
     plan.vector = query
     params: list[Any] = []
     statement = pg_search._limited(
-        pg_search._vector_arms(store._names, plan, 40, True, params, True), 40, params)
+        pg_search._vector_arms(store._names, plan, 40, True, params, True), 40)
     with psycopg.connect(pg_url) as conn:
         register_vector(conn)
         rows = conn.execute(sql.SQL("EXPLAIN (ANALYZE, COSTS OFF) ") + statement,

@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from conftest import new_store_id
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.errors import (
     DatabaseUnavailableError,
@@ -22,8 +23,6 @@ from oracleagentmemory.errors import (
     NotPermittedError,
     OracleAgentMemoryError,
 )
-
-from tests.conftest import new_store_id
 
 BOUND_SLACK = 3.0
 """Seconds allowed above the connection bound (interpreter, libpq, a loaded machine)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from oracleagentmemory.core._validation import check_bool, check_id, to_vector
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.engines.base import UNSET, SearchHit, SearchPlan
+from oracleagentmemory.engines.base import UNSET, SearchPlan
 from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 from oracleagentmemory.filtertree import parse_metadata_filter
@@ -18,7 +18,6 @@ DEFAULT_SEARCH_RECORD_TYPES: tuple[str, ...] = (
     "message", "memory", "guideline", "fact", "preference", "user_profile", "agent_profile",
 )
 MAX_NUM_HOPS = 5
-RRF_K = 60
 
 
 @dataclass
@@ -121,22 +120,3 @@ def base_plan(arguments: SearchArguments, mode: str) -> SearchPlan:
         mode=mode, k=arguments.k, record_types=arguments.record_types, scope=arguments.scope,
         metadata_filter=arguments.metadata_filter, include_invalid=arguments.include_invalid,
     )
-
-
-def fuse_ranked_lists(lists: list[list[SearchHit]], k: int) -> list[SearchHit]:
-    """Reciprocal-rank fusion of per-chunk rankings.
-
-    A record ranked ``r`` (from 1) in a list scores ``1 / (RRF_K + r)``; scores add up over the
-    lists. The fused distance is ``1 - score / best_possible`` where ``best_possible`` is the score
-    of a record ranked first in every list, so it lies in ``[0, 1)`` and ascends with rank.
-    """
-    if len(lists) == 1:
-        return lists[0][:k]
-    scores: dict[tuple[str, str], float] = {}
-    for ranking in lists:
-        for rank, hit in enumerate(ranking, start=1):
-            key = (hit.record_type, hit.record_id)
-            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
-    best_possible = len(lists) / (RRF_K + 1)
-    ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0][1]))
-    return [SearchHit(t, i, 1.0 - score / best_possible) for (t, i), score in ordered[:k]]

@@ -25,8 +25,8 @@ from oracleagentmemory.core._search import (
     SearchArguments,
     base_plan,
     check_search_arguments,
-    fuse_ranked_lists,
 )
+from oracleagentmemory.core._search_loop import fuse, run_search
 from oracleagentmemory.core._updateplan import plan_update
 from oracleagentmemory.core._validation import (
     check_bool,
@@ -533,8 +533,9 @@ class OracleDBMemoryStore(OracleMemoryStore):
         )
         plans = self._search_plans(strategy, arguments)
         with self._session() as session:
-            rankings = [session.search(self._names, plan) for plan in plans]
-            hits = fuse_ranked_lists(rankings, arguments.k)
+            rankings = [run_search(session.candidate_source(self._names, plan), plan.k)
+                        for plan in plans]
+            hits = fuse(rankings)[: arguments.k]
             rows = session.select_records_by_keys(
                 self._names, [(h.record_type, h.record_id) for h in hits])
             results: builtins.list[tuple[Record, float]] = []

@@ -218,6 +218,34 @@ class SearchPlan:
     include_invalid: bool = True
 
 
+Candidate = tuple[str, str, float]
+"""One retrieval row's ``(record_type, record_id, distance)``; smaller distances are better."""
+
+
+@dataclass(frozen=True)
+class CandidateRound:
+    """One round of search candidates, chunk rows best first, per ranking side.
+
+    ``sides`` holds one list for vector or keyword search and two for hybrid search (vector,
+    then keyword). Each arm of a side returns at most the round's ``budget`` rows (a side with
+    one arm, at most ``budget`` in all), so a side shorter than ``budget`` is complete.
+    """
+
+    sides: tuple[list[Candidate], ...]
+    exact: bool
+    """Whether the round was exact (``False``: an approximate index may have missed rows)."""
+
+
+class CandidateSource(ABC):
+    """An engine's candidates for one search plan; the core asks for rounds until it has ``k``
+    distinct records or knows there are no more (``core._search_loop``)."""
+
+    @abstractmethod
+    def round(self, budget: int, exact: bool | None) -> CandidateRound:
+        """Candidates within ``budget`` rows per arm. ``exact=None`` (the first round) lets the
+        engine choose between an exact scan and its approximate index; ``True`` forces exact."""
+
+
 @dataclass(frozen=True)
 class SearchHit:
     """A ranked record: its type, id and distance (smaller is better)."""
@@ -353,8 +381,8 @@ class EngineSession(ABC):
 
     # --- search -----------------------------------------------------------------------
     @abstractmethod
-    def search(self, names: StoreNames, plan: SearchPlan) -> list[SearchHit]:
-        """Up to ``plan.k`` distinct visible records, best first."""
+    def candidate_source(self, names: StoreNames, plan: SearchPlan) -> CandidateSource:
+        """The engine's candidate rounds for one search (the core runs the loop)."""
 
     @abstractmethod
     def select_records_by_keys(self, names: StoreNames, keys: Sequence[tuple[str, str]]

@@ -1,9 +1,10 @@
-"""Search SQL on PostgreSQL: vector (pgvector HNSW, cosine), keyword (full-text) and hybrid (RRF).
+"""Search SQL on PostgreSQL: vector (pgvector HNSW, cosine), keyword (full-text) and hybrid.
 
-Every search runs one SQL statement per candidate round. Filters (scope, record type, expiry,
-status, metadata) are part of that statement, so they apply before the limit. Vector candidates
-come from the HNSW index with pgvector's iterative scans; when a round still finds fewer than
-``k`` records, the search is repeated as an exact scan, so a search never silently under-returns.
+Every candidate round the core's search loop asks for (``core._search_loop``) is one SQL
+statement. Filters (scope, record type, expiry, status, metadata) are part of that statement,
+so they apply before the limit. Vector candidates come from the HNSW index with pgvector's
+iterative scans; a round that comes up short is repeated exactly by the loop. Hybrid rounds
+return both sides in one statement; the core fuses them.
 An exact user filter that leaves few chunks (a user's own memories, typically) is searched
 exactly from the start: reading those chunks through the user index and sorting them is faster
 than a filtered HNSW scan, which must step over every other user's chunks.
@@ -13,20 +14,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from oracleagentmemory.engines.base import UNSET, SearchHit, SearchPlan
 from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.interfaces import (
+    UNSET,
+    Candidate,
+    CandidateRound,
+    CandidateSource,
+    SearchPlan,
+)
 from oracleagentmemory.engines.layout import MEMORY_TYPES, PROFILE_TYPES
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.filters import render_filter, scope_predicates
 
-RRF_K = 60
-"""Reciprocal-rank-fusion constant: a record ranked ``r`` (from 1) scores ``1 / (RRF_K + r)``."""
 MAX_EF_SEARCH = 1000
 MAX_SCAN_TUPLES = 200_000
 EXACT_SCAN_MIN_ROWS = 2_000
@@ -73,37 +77,59 @@ def viewer_key(security: Any | None) -> str | None:
                       for attribute in ("kind", "username", "groups", "data_roles")))
 
 
-def run_search(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan,
-               choices: ScanChoices | None = None, viewer: str | None = None
-               ) -> list[SearchHit]:
-    """Up to ``plan.k`` distinct records, best first, with their distances.
+class PostgresCandidates(CandidateSource):
+    """Candidate rounds of one search on one connection (the core runs the loop).
 
-    ``choices`` (with the applied end user, ``viewer``) remembers recent exact-or-HNSW choices.
+    The first round chooses between an exact scan and HNSW (:func:`_few_scoped_chunks`,
+    remembered per viewer in ``choices``); an exact round of a search whose user filter keeps
+    few chunks keeps the scoped form (:func:`_scoped_vector_arm`).
     """
-    budget = max(plan.k * 4, 40)
-    key = (viewer, names.schema, names.store_key, plan.scope.get("user_id", UNSET),
-           tuple(plan.record_types), budget)
-    scoped = choices.get(key) if choices is not None and plan.mode != "keyword" else None
-    if scoped is None:
-        scoped = _few_scoped_chunks(conn, names, plan, budget)
-        if choices is not None and plan.mode != "keyword":
-            choices.put(key, scoped)
-    exact = plan.mode == "keyword" or scoped
-    while True:
+
+    def __init__(self, conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan,
+                 choices: ScanChoices | None = None, viewer: str | None = None) -> None:
+        self._conn = conn
+        self._names = names
+        self._plan = plan
+        self._choices = choices
+        self._viewer = viewer
+        self._scoped: bool | None = None
+
+    def _few_chunks(self, budget: int) -> bool:
+        if self._scoped is None:
+            plan, names = self._plan, self._names
+            key = (self._viewer, names.schema, names.store_key, plan.scope.get("user_id", UNSET),
+                   tuple(plan.record_types), budget)
+            scoped = self._choices.get(key) if self._choices is not None else None
+            if scoped is None:
+                scoped = _few_scoped_chunks(self._conn, names, plan, budget)
+                if self._choices is not None:
+                    self._choices.put(key, scoped)
+            self._scoped = scoped
+        return self._scoped
+
+    def round(self, budget: int, exact: bool | None) -> CandidateRound:
+        plan = self._plan
+        scoped = plan.mode != "keyword" and self._few_chunks(budget)
+        if exact is None:
+            exact = plan.mode == "keyword" or scoped
         if not exact:  # the settings steer HNSW scans only: an exact round needs no round trip
-            _configure(conn, budget)
-        rows = _candidates(conn, names, plan, budget, exact, scoped)
-        hits = _best_per_record(rows)
-        if len(hits) >= plan.k:
-            return hits[: plan.k]
-        if len(rows) < budget:
-            # Every matching candidate was returned. An approximate scan may have stopped early,
-            # so confirm with an exact one before returning fewer than k records.
-            if exact:
-                return hits
-            exact = True
-            continue
-        budget *= 4  # records with many chunks filled the window: widen it
+            _configure(self._conn, budget)
+        params: list[Any] = []
+        if plan.mode == "vector":
+            statement = _limited(_vector_arms(self._names, plan, budget, exact, params, scoped),
+                                 budget)
+        elif plan.mode == "keyword":
+            statement = _limited(_keyword_arms(self._names, plan, budget, params), budget)
+        else:
+            statement = _hybrid(self._names, plan, budget, exact, params, scoped)
+        rows = self._conn.execute(statement, params).fetchall()
+        if plan.mode != "hybrid":
+            return CandidateRound(sides=([(r[0], r[1], float(r[2])) for r in rows],),
+                                  exact=exact)
+        sides: tuple[list[Candidate], list[Candidate]] = ([], [])
+        for side, record_type, record_id, distance in rows:
+            sides[side].append((record_type, record_id, float(distance)))
+        return CandidateRound(sides=sides, exact=exact)
 
 
 def _few_scoped_chunks(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan,
@@ -152,31 +178,7 @@ def _configure(conn: psycopg.Connection[Any], budget: int) -> None:
     )
 
 
-def _best_per_record(rows: Sequence[tuple[str, str, float]]) -> list[SearchHit]:
-    best: dict[tuple[str, str], float] = {}
-    for record_type, record_id, distance in rows:
-        key = (record_type, record_id)
-        if key not in best or distance < best[key]:
-            best[key] = float(distance)
-    ordered = sorted(best.items(), key=lambda item: (item[1], item[0][1]))
-    return [SearchHit(t, i, d) for (t, i), d in ordered]
-
-
-def _candidates(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan,
-                budget: int, exact: bool, scoped: bool = False
-                ) -> list[tuple[str, str, float]]:
-    params: list[Any] = []
-    if plan.mode == "vector":
-        statement = _limited(_vector_arms(names, plan, budget, exact, params, scoped), budget,
-                             params)
-    elif plan.mode == "keyword":
-        statement = _limited(_keyword_arms(names, plan, budget, params), budget, params)
-    else:
-        statement = _hybrid(names, plan, budget, exact, params, scoped)
-    return [(r[0], r[1], float(r[2])) for r in conn.execute(statement, params).fetchall()]
-
-
-def _limited(arms: list[sql.Composable], budget: int, params: list[Any]) -> sql.Composed:
+def _limited(arms: list[sql.Composable], budget: int) -> sql.Composed:
     # The budget is a literal (one of few values), like every other limit here: with it known,
     # the server can reuse one generic plan per statement instead of planning each search.
     return sql.SQL("SELECT record_type, record_id, d FROM ({}) u ORDER BY d LIMIT {}").format(
@@ -315,22 +317,11 @@ def _keyword_arms(names: StoreNames, plan: SearchPlan, budget: int,
 
 def _hybrid(names: StoreNames, plan: SearchPlan, budget: int, exact: bool,
             params: list[Any], scoped: bool = False) -> sql.Composed:
-    """Vector and keyword candidates fused by reciprocal-rank fusion in one statement.
-
-    Each side ranks records (best chunk per record) from 1; a record scores
-    ``1/(RRF_K + vector_rank) + 1/(RRF_K + keyword_rank)`` (a missing side adds 0). The distance is
-    ``1 - score / (2 / (RRF_K + 1))``: 0 for a record ranked first on both sides, below 1 always.
-    """
-    vector = sql.SQL(" UNION ALL ").join(
-        _vector_arms(names, plan, budget, exact, params, scoped))
-    keyword = sql.SQL(" UNION ALL ").join(_keyword_arms(names, plan, budget, params))
-    params.append(budget)
+    """Vector (side 0) and keyword (side 1) candidates in one statement, each side limited to
+    ``budget`` rows; the core fuses them by reciprocal-rank fusion."""
+    vector = _limited(_vector_arms(names, plan, budget, exact, params, scoped), budget)
+    keyword = _limited(_keyword_arms(names, plan, budget, params), budget)
     return sql.SQL(
-        "WITH v AS (SELECT record_type, record_id, row_number() OVER (ORDER BY min(d), record_id) "
-        "AS r FROM ({}) a GROUP BY record_type, record_id), "
-        "k AS (SELECT record_type, record_id, row_number() OVER (ORDER BY min(d), record_id) "
-        "AS r FROM ({}) b GROUP BY record_type, record_id) "
-        "SELECT record_type, record_id, 1.0 - (coalesce(1.0 / ({rrf} + v.r), 0) + "
-        "coalesce(1.0 / ({rrf} + k.r), 0)) * ({rrf} + 1) / 2.0 AS d "
-        "FROM v FULL OUTER JOIN k USING (record_type, record_id) ORDER BY d, record_id LIMIT %s"
-    ).format(vector, keyword, rrf=sql.Literal(RRF_K))
+        "SELECT 0 AS side, record_type, record_id, d FROM ({}) v "
+        "UNION ALL SELECT 1 AS side, record_type, record_id, d FROM ({}) k"
+    ).format(vector, keyword)

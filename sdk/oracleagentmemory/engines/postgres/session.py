@@ -25,7 +25,6 @@ from oracleagentmemory.engines.base import (
     RowPlan,
     SchemaOptions,
     SchemaState,
-    SearchHit,
     SearchPlan,
     UpdatePlan,
 )
@@ -483,9 +482,9 @@ class PostgresSession(EngineSession):
         return total
 
     # --- search -------------------------------------------------------------------------
-    def search(self, names: StoreNames, plan: SearchPlan) -> list[SearchHit]:
-        return search.run_search(self.conn, names, plan, self.engine.scan_choices,
-                                 search.viewer_key(self.security))
+    def candidate_source(self, names: StoreNames, plan: SearchPlan) -> search.PostgresCandidates:
+        return search.PostgresCandidates(self.conn, names, plan, self.engine.scan_choices,
+                                         search.viewer_key(self.security))
 
     def select_records_by_keys(self, names: StoreNames, keys: Sequence[tuple[str, str]]
                                ) -> dict[tuple[str, str], dict[str, Any]]:
