@@ -178,7 +178,7 @@ def _principal_list(principals: Sequence[Principal]) -> Sequence[Principal]:
 
 
 def grant_agent_memory_policies(connection: object, memory_store_id: str, owner_schema: str,
-                                principals: list[Principal],
+                                principals: Sequence[Principal],
                                 policies: list[DeepDataSecurityPolicy]) -> None:
     """Grant installed policies to local end users and identity-provider groups."""
     chosen = _policies(policies)
@@ -198,7 +198,7 @@ def grant_agent_memory_policies(connection: object, memory_store_id: str, owner_
 
 
 def revoke_agent_memory_policies(connection: object, memory_store_id: str, owner_schema: str,
-                                 principals: list[Principal],
+                                 principals: Sequence[Principal],
                                  policies: list[DeepDataSecurityPolicy]) -> None:
     """Revoke policies from principals (revoking what was never granted is not an error)."""
     chosen = _policies(policies)
