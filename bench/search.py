@@ -72,7 +72,7 @@ from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core._search import base_plan, check_search_arguments
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.engines.base import SearchPlan
+from oracleagentmemory.engines.interfaces import SearchPlan
 from oracleagentmemory.engines.postgres import names as pg_names
 from oracleagentmemory.engines.postgres import search as pg_search
 from oracleagentmemory.engines.postgres.ddl import add_vector_index

@@ -215,7 +215,7 @@ def explain(corpus: Corpus, query: Matrix, k: int, **filters: Any) -> str:
     budget = max(k * 4, 40)  # the first round's candidate window in run_search
     params: list[Any] = []
     statement = pg_search._limited(
-        pg_search._vector_arms(corpus.store._names, plan, budget, False, params), budget, params)
+        pg_search._vector_arms(corpus.store._names, plan, budget, False, params), budget)
     with psycopg.connect(corpus.url) as conn:
         register_vector(conn)
         pg_search._configure(conn, budget)

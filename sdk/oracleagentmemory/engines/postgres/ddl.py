@@ -11,8 +11,8 @@ from typing import Any
 
 from psycopg import Connection, sql
 
-from oracleagentmemory.engines.base import SchemaOptions
 from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.interfaces import SchemaOptions
 from oracleagentmemory.engines.postgres import names as q
 
 LATEST_SCHEMA_VERSION = 5
