@@ -11,7 +11,7 @@ import numpy.typing as npt
 import psycopg
 from conftest import StoreFactory
 from oracleagentmemory.core import OracleDBMemoryStore
-from oracleagentmemory.engines.base import SearchPlan
+from oracleagentmemory.engines.interfaces import SearchPlan
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres import search as pg_search
 from oracleagentmemory.engines.postgres.ddl import SCOPED_VECTOR_MAX_DIM
