@@ -265,7 +265,8 @@ def test_bad_owner_schema_or_memory_store_id_is_a_value_error(
 
 
 def test_empty_policies_and_principals_are_value_errors(dds: Any, store_id: str) -> None:
-    url, alice = dds.secadmin_url, [LocalEndUserPrincipal("alice")]
+    alice: list[Principal] = [LocalEndUserPrincipal("alice")]
+    url = dds.secadmin_url
     with pytest.raises(ValueError, match="policies must not be empty"):
         add_deep_data_security_policies(url, OWNER, store_id, [])
     with pytest.raises(ValueError, match="policies must not be empty"):

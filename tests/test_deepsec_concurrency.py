@@ -247,7 +247,7 @@ def test_async_tasks_of_different_users_on_one_pool_never_leak(
                     ledger.check(user, [] if found is None else [found], "get")
                 elif roll < 0.75:
                     hits = await store.search_async(None, 20, query_vector=vector(rng),
-                                                    record_types=["memory"])
+                                                    record_types={"memory"})
                     ledger.check(user, [r for r, _ in hits], "search")
                 elif roll < 0.9:
                     other, owner = ledger.any_id(rng)

@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 from dds import OWNER, db_user
-from oracleagentmemory.apis import PendingRecordBatch
+from oracleagentmemory.apis import PendingRecordBatch, Record, ScopedRecord
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import (
     EndUserContextError,
@@ -71,6 +71,12 @@ def ids(records: list[Any]) -> list[str]:
     return sorted(r.id for r in records)
 
 
+def user_ids(records: list[Record]) -> set[str | None]:
+    scoped = [r for r in records if isinstance(r, ScopedRecord)]
+    assert len(scoped) == len(records)
+    return {r.user_id for r in scoped}
+
+
 # --- the scope: sync, async, awaited calls, thread offloads ----------------------------------
 def test_sync_with_scope_runs_operations_as_the_user(dds: Any, runtime: OracleDBMemoryStore,
                                                      store_id: str) -> None:
@@ -94,7 +100,7 @@ def test_async_with_scope_follows_awaited_calls_and_to_thread(
             await asyncio.to_thread(runtime.add, ["carol offload"], "memory", record_ids="c2")
             seen = await nested_list()
             got = await asyncio.to_thread(runtime.get, "memory", "c2")
-        assert got is not None
+        assert isinstance(got, ScopedRecord)
         return ids(seen), got.user_id
 
     seen, user = asyncio.run(main())
@@ -121,7 +127,7 @@ def test_fifty_concurrent_tasks_never_see_each_others_rows(dds: Any, store_id: s
                                       record_ids=[f"{user}-a", f"{user}-b"])
                 await asyncio.sleep(0)  # let the other tasks interleave
                 seen = await store.list_async("memory")
-            return user, ids(seen), {r.user_id for r in seen}
+            return user, ids(seen), user_ids(seen)
 
         async def main() -> list[tuple[str, list[str], set[str | None]]]:
             return list(await asyncio.gather(*(one(u) for u in users)))

@@ -31,6 +31,7 @@ from dds import (
     url_as,
 )
 from oam_policies import SHIPPED_POLICIES
+from oracleagentmemory.apis import ScopedRecord
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import (
     EndUserContextError,
@@ -210,12 +211,12 @@ def test_record_ids_are_unique_per_owner_through_the_sdk(dds: Any) -> None:
     fresh = seed(dds)
     with dds.runtime_store(fresh.store_id, "alice") as store:
         assert store.add(["alice's own b1"], "memory", record_ids="b1") == ["b1"]
-        assert store.get("memory", "b1").content == "alice's own b1"  # type: ignore[union-attr]
+        assert store.get("memory", "b1").content == "alice's own b1"
         with pytest.raises(ValueError, match="already exists"):  # positive control: her own
             store.add(["again"], "memory", record_ids="a1")
         assert store.delete("memory", "b1") == 1
     with dds.runtime_store(fresh.store_id, "bob") as store:
-        assert store.get("memory", "b1").content == "memory b1 of bob"  # type: ignore[union-attr]
+        assert store.get("memory", "b1").content == "memory b1 of bob"
 
 
 # --- finding 2: no per-connection state the runtime's SQL can change is trusted ----------------
@@ -254,7 +255,7 @@ def test_a_primed_pooled_connection_serves_nobody(dds: Any, seeded: Seeded, prim
                 with pytest.raises(SecurityContextError):
                     store.get("memory", "a1")  # refused on the primed connection, which is closed
                 record = store.get("memory", "a1")  # a fresh connection serves alice
-                assert record is not None and record.user_id == "alice"
+                assert isinstance(record, ScopedRecord) and record.user_id == "alice"
             finally:
                 store.close()
         received = [n.payload for n in listener.notifies(timeout=0.5)]
@@ -348,7 +349,7 @@ def test_concurrent_writers_to_one_thread_get_distinct_sequence_numbers(dds: Any
         worker.join(timeout=60)
     assert errors_seen == []
     with dds.runtime_store(store_id, "alice") as store:
-        seq = [m.seq_no for m in store.list_thread_messages("t")]  # type: ignore[attr-defined]
+        seq = [m.seq_no for m in store.list_thread_messages("t")]
     assert sorted(seq) == list(range(20))
 
 
@@ -597,7 +598,7 @@ def test_a_token_user_reads_and_writes_only_their_rows_through_the_sdk(
     tina = create_end_user_security_context(token_app, _token(dds, subject="tina"))
     with dds.context_store(seeded.store_id, tina) as store:
         [note] = store.add(["tina's note"], "memory")
-        assert store.get("memory", note).user_id == f"{IDP}:tina"  # type: ignore[union-attr]
+        assert store.get("memory", note).user_id == f"{IDP}:tina"
     with dds.context_store(seeded.store_id, create_end_user_security_context(
             token_app, _token(dds, subject="tom"))) as store:
         assert store.get("memory", note) is None

@@ -19,5 +19,5 @@ def test_each_user_sees_own_and_global_rows_only(dds: Any) -> None:
         seen = sorted(r.id for r in store.list("memory"))
         assert seen == ["alice-1", "g1"]
         assert store.get("memory", "bob-1") is None
-        assert store.get("memory", "alice-1").user_id == "alice"  # type: ignore[union-attr]
+        assert store.get("memory", "alice-1").user_id == "alice"
     assert OWNER == "oam_test_owner"

@@ -145,10 +145,10 @@ def check_token_mode(env: dict[str, str]) -> None:
         OracleMemoryEndUserSecurityContext,
         create_end_user_security_context,
     )
-    from oracleagentmemory.engines.base import SecurityContextError
+    from oracleagentmemory.errors import SecurityContextError
 
     def notes(identity: object) -> list[str]:
-        context = create_end_user_security_context(env["OAM_APP_TOKEN"], identity)  # type: ignore[arg-type]
+        context = create_end_user_security_context(env["OAM_APP_TOKEN"], identity)
         with psycopg.connect(env["OAM_RUNTIME_URL"], password=env["OAM_RUNTIME_PASSWORD"],
                              autocommit=True) as conn, \
                 OracleMemoryEndUserSecurityContext(context):

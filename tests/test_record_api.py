@@ -743,7 +743,7 @@ def test_add_batches_accepts_batch_size(store: OracleDBMemoryStore,
     record_ids = [f"m{n}" for n in range(5)]
     result = store.add_batches(
         [PendingRecordBatch(contents=[f"note {n}" for n in range(5)], record_type="memory",
-                            record_ids=record_ids)],
+                            record_ids=list(record_ids))],
         batch_size=2,
     )
     assert result == record_ids
