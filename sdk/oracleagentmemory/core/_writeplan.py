@@ -31,7 +31,7 @@ from oracleagentmemory.core._validation import (
 )
 from oracleagentmemory.core.dbsearch import parse_enum
 from oracleagentmemory.core.retention import resolve_ttl_days
-from oracleagentmemory.engines.base import ChunkRow, RowPlan, Vector
+from oracleagentmemory.engines.interfaces import ChunkRow, RowPlan, Vector
 from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
@@ -178,16 +178,23 @@ def plan_add(settings: WriteSettings, contents: object, record_type: object, *,
         thread_col = user_col = agent_col = [None] * count
     if record_type != "message":
         role_col = [None] * count
-    _check_statuses(record_type, status_col)
-    ttl_col = _ttl_column(settings, record_type, ttl_days, ttl_values)
-    if record_type not in EXPIRING_TYPES:
-        anchor_col = [False] * count
-    else:
-        _check_anchors(ttl_col, anchor_col, timestamp_col)
-    content_col, text_col = _content_column(record_type, contents, metadata_col)
     explicit_dims: set[int] = set()
-    chunk_col = _chunk_column(settings, record_type, text_col, index_col, embedding_col,
-                              explicit_dims)
+    try:
+        _check_statuses(record_type, status_col)
+        ttl_col = _ttl_column(settings, record_type, ttl_days, ttl_values)
+        if record_type not in EXPIRING_TYPES:
+            anchor_col = [False] * count
+        else:
+            _check_anchors(ttl_col, anchor_col, timestamp_col)
+        content_col, text_col = _content_column(record_type, contents, metadata_col)
+        chunk_col = _chunk_column(settings, record_type, text_col, index_col, embedding_col,
+                                  explicit_dims)
+    except (InvalidArgumentError, InvalidArgumentTypeError):
+        # Several records may be invalid: report the first one's first error, as a check of
+        # one record after the other would.
+        _raise_first_record_error(settings, record_type, status_col, ttl_values, anchor_col,
+                                  timestamp_col, contents, metadata_col, index_col, embedding_col)
+        raise
     if len(explicit_dims) > 1:
         raise InvalidArgumentError(
             f"embeddings: all vectors of one add() must have the same dimension, got "
@@ -204,6 +211,27 @@ def plan_add(settings: WriteSettings, contents: object, record_type: object, *,
         chunks in zip(ids, content_col, thread_col, user_col, agent_col, role_col, timestamp_col,
                       metadata_col, ttl_col, anchor_col, status_col, chunk_col, strict=True)
     ]
+
+
+def _raise_first_record_error(settings: WriteSettings, record_type: str, statuses: list[str],
+                              ttl_days: list[Any], anchors: list[bool],
+                              timestamps: list[datetime | None], contents: Sequence[object],
+                              metadata: list[dict[str, Any] | None], index_texts: list[Any],
+                              payloads: list[Any]) -> None:
+    """Check the records one by one (status, lifetime, content, retrieval rows) and raise the
+    first error; returns only if there is none."""
+    expiring = record_type in EXPIRING_TYPES
+    for n in range(len(contents)):
+        _check_statuses(record_type, statuses[n:n + 1], n)
+        ttl = ttl_days[n]
+        if not expiring:
+            _ttl_column(settings, record_type, ttl, [ttl], n)
+        else:  # the lifetime before clamping: the same errors, no second warning
+            unclamped = resolve_ttl_days(ttl, settings.default_ttl_days, None, f"ttl_days[{n}]")
+            lifetime = unclamped if unclamped is not None else settings.max_ttl_days
+            _check_anchors([lifetime], anchors[n:n + 1], timestamps[n:n + 1], n)
+        _, text = _content(record_type, contents[n], metadata[n], f"contents[{n}]")
+        _retrieval_rows(settings, record_type, text, index_texts[n], payloads[n], n, set())
 
 
 def embed_missing_vectors(settings: WriteSettings, chunks: list[ChunkRow]) -> None:
@@ -345,21 +373,23 @@ def _aligned(value: object, count: int, argument: str) -> list[Any]:
     return list(value)
 
 
-def _check_statuses(record_type: str, statuses: list[str]) -> None:
+def _check_statuses(record_type: str, statuses: list[str], first: int = 0) -> None:
+    """Refuse a lifecycle status on types without one (``first``: position of the first)."""
     if record_type in STATUS_TYPES:
         return
-    for n, status in enumerate(statuses):
+    for n, status in enumerate(statuses, first):
         if status != RecordStatus.VALID.value:
             raise InvalidArgumentError(
                 f"statuses[{n}]: {record_type} records have no lifecycle status")
 
 
 def _ttl_column(settings: WriteSettings, record_type: str, value: object,
-                values: list[Any]) -> list[int | None]:
-    """Each record's lifetime in days (``None``: never expires)."""
+                values: list[Any], first: int = 0) -> list[int | None]:
+    """Each record's lifetime in days (``None``: never expires); ``values`` is ``value`` spread
+    over the records (``first``: position of the first)."""
     count = len(values)
     if record_type not in EXPIRING_TYPES:
-        for n, ttl in enumerate(values):
+        for n, ttl in enumerate(values, first):
             if ttl is not NOT_SET_MARKER and ttl is not None:
                 raise InvalidArgumentError(f"ttl_days[{n}]: {record_type} records do not expire")
         return [None] * count
@@ -374,11 +404,12 @@ def _ttl_column(settings: WriteSettings, record_type: str, value: object,
 
 
 def _check_anchors(ttl_days: list[int | None], anchors: list[bool],
-                   timestamps: list[datetime | None]) -> None:
+                   timestamps: list[datetime | None], first: int = 0) -> None:
+    """Refuse a timestamp anchor on an expiring record without a timestamp."""
     if not any(anchors):
         return
     for n, (ttl, anchor, timestamp) in enumerate(zip(ttl_days, anchors, timestamps,
-                                                     strict=True)):
+                                                     strict=True), first):
         if anchor and ttl is not None and timestamp is None:
             raise InvalidArgumentError(
                 f"timestamps[{n}]: ttl_anchor=TimeToLiveAnchor.TIMESTAMP needs a concrete "
@@ -395,8 +426,11 @@ def _fallback(value: object, metadata: dict[str, Any] | None) -> object:
 def _content_column(record_type: str, contents: Sequence[object],
                     metadata: list[dict[str, Any] | None]) -> tuple[list[Any], list[str | None]]:
     """Each record's stored content and its text for retrieval."""
-    if record_type in TEXT_TYPES and set(map(type, contents)) == {str}:
+    if (record_type in TEXT_TYPES or record_type == "message") \
+            and set(map(type, contents)) == {str}:
         texts: list[Any] = list(contents)
+        if record_type == "message":  # plain text messages: (text, no parts)
+            return [(text, None) for text in texts], texts
         return texts, texts
     pairs = [_content(record_type, value, meta, f"contents[{n}]")
              for n, (value, meta) in enumerate(zip(contents, metadata, strict=True))]
