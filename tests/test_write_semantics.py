@@ -1107,3 +1107,18 @@ def test_add_mixed_vector_forms_are_stored_alike(
     for record_id, vector in zip("abc", [V1, V2, V3], strict=True):
         assert_vector(stored[record_id].vector, vector)
         assert stored[record_id].text == record_id
+
+
+def test_add_reports_the_first_invalid_record_first(
+        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+    # Record 0 has bad content, record 1 a bad lifetime (checked before content): the error
+    # is record 0's, as when the records are checked one after the other.
+    with pytest.raises(TypeError, match=r"contents\[0\] must be a str or None"):
+        store.add([5, "b"], "memory", ttl_days=[1, "x"])
+    with pytest.raises(TypeError, match=r"ttl_days\[1\] must be an int"):
+        store.add(["a", 5], "memory", ttl_days=[1, "x"])
+    with pytest.raises(ValueError, match=r"statuses\[1\]: user_profile records have no"):
+        store.add(["a", None], "user_profile", record_ids=["p1", "p2"],
+                  statuses=["valid", "invalid"])
+    assert count_rows(db, store, "memory") == 0
+    assert count_rows(db, store, "actor_profile") == 0
