@@ -30,7 +30,7 @@ from oracleagentmemory.apis import (
     TimeToLiveAnchor,
 )
 from oracleagentmemory.core import OracleDBMemoryStore, _graph
-from oracleagentmemory.engines.base import SearchPlan
+from oracleagentmemory.engines.interfaces import SearchPlan
 
 Q = [1.0, 0.0, 0.0]
 NEAR = [0.9, 0.1, 0.0]

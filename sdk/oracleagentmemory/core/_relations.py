@@ -16,7 +16,7 @@ from oracleagentmemory.core._validation import (
     parse_timestamp,
 )
 from oracleagentmemory.core._writeplan import check_metadata
-from oracleagentmemory.engines.base import UNSET, RelationChange, RelationRow
+from oracleagentmemory.engines.interfaces import UNSET, RelationChange, RelationRow
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
-from oracleagentmemory.engines.base import (
+from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
+from oracleagentmemory.engines.interfaces import (
     Engine,
     EngineSession,
     RegistryRow,
     SchemaOptions,
     SchemaState,
 )
-from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
 from oracleagentmemory.errors import (
     EndUserContextError,
     InvalidArgumentError,

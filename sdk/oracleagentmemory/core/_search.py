@@ -8,7 +8,7 @@ from typing import Any
 
 from oracleagentmemory.core._validation import check_bool, check_id, to_vector
 from oracleagentmemory.core.dbsearch import SearchStrategy
-from oracleagentmemory.engines.base import UNSET, SearchPlan
+from oracleagentmemory.engines.interfaces import UNSET, SearchPlan
 from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 from oracleagentmemory.filtertree import parse_metadata_filter

@@ -23,7 +23,7 @@ from oracleagentmemory.core._writeplan import (
     summary_content,
 )
 from oracleagentmemory.core.retention import resolve_ttl_days
-from oracleagentmemory.engines.base import UNSET, ChunkRow, UpdatePlan, Vector
+from oracleagentmemory.engines.interfaces import UNSET, ChunkRow, UpdatePlan, Vector
 from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 

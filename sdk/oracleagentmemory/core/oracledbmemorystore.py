@@ -407,7 +407,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 if vectors is None:
                     plan.chunk_vectors = [None] * existing
                 elif existing == 0 and len(vectors) == 1:
-                    from oracleagentmemory.engines.base import ChunkRow
+                    from oracleagentmemory.engines.interfaces import ChunkRow
 
                     plan.chunks = [ChunkRow(None, vectors[0])]
                 elif len(vectors) != existing:

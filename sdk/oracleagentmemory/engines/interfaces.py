@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from enum import Enum
+from typing import Any, Final, Literal, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -85,14 +86,30 @@ class IdentityProviderUser:
     provider: str | None = None
 
 
-class Unset:
-    """Marks a plan field the operation leaves unchanged."""
+class Unset(Enum):
+    """Marks a plan field the operation leaves unchanged (or a filter it does not apply)."""
+
+    UNSET = "UNSET"
 
     def __repr__(self) -> str:
         return "UNSET"
 
 
-UNSET: Any = Unset()
+UNSET: Final = Unset.UNSET
+T = TypeVar("T")
+OrUnset = Union[T, Literal[Unset.UNSET]]  # noqa: UP007  (a generic alias needs Union)
+"""A plan field's value, or :data:`UNSET`."""
+
+RecordContent = Union[str, tuple[str, Union[list[dict[str, Any]], None]], dict[str, Any], None]  # noqa: UP007
+"""What a record stores: text (memories, profiles), ``(text, parts)`` (messages), a summary
+mapping (thread summaries) or nothing (threads)."""
+
+
+def message_body(content: RecordContent | Unset) -> tuple[str, list[dict[str, Any]] | None]:
+    """A message plan's ``(text, parts)``."""
+    if not isinstance(content, tuple):
+        raise TypeError(f"a message's content is (text, parts), got {type(content).__name__}")
+    return content
 
 
 @dataclass
@@ -144,7 +161,7 @@ class RowPlan:
 
     record_type: str
     record_id: str
-    content: Any
+    content: RecordContent
     thread_id: str | None = None
     user_id: str | None = None
     agent_id: str | None = None
@@ -165,16 +182,16 @@ class UpdatePlan:
 
     record_type: str
     record_id: str
-    content: Any = UNSET
-    metadata: Any = UNSET
-    event_ts: Any = UNSET
-    status: Any = UNSET
-    ttl_days: Any = UNSET
+    content: OrUnset[RecordContent] = UNSET
+    metadata: OrUnset[dict[str, Any] | None] = UNSET
+    event_ts: OrUnset[datetime | None] = UNSET
+    status: OrUnset[str] = UNSET
+    ttl_days: OrUnset[int | None] = UNSET
     """``int`` or ``None`` (no expiry): recompute expiry; ``UNSET``: keep it."""
     anchor_is_timestamp: bool = False
-    chunks: Any = UNSET
+    chunks: OrUnset[list[ChunkRow]] = UNSET
     """``list[ChunkRow]``: replace the retrieval rows; ``UNSET``: keep them."""
-    chunk_vectors: Any = UNSET
+    chunk_vectors: OrUnset[list[Vector | None]] = UNSET
     """``list[Vector | None]`` aligned with the existing rows: rewrite only their vectors."""
 
 
@@ -183,11 +200,11 @@ class RecordQuery:
     """A read of records of one type."""
 
     record_type: str
-    record_id: Any = UNSET
-    thread_id: Any = UNSET
-    user_id: Any = UNSET
-    agent_id: Any = UNSET
-    metadata_filter: Any = UNSET
+    record_id: OrUnset[str] = UNSET
+    thread_id: OrUnset[str | None] = UNSET
+    user_id: OrUnset[str | None] = UNSET
+    agent_id: OrUnset[str | None] = UNSET
+    metadata_filter: OrUnset[And | None] = UNSET
     """``UNSET``: no filter; ``None``: records without metadata; :class:`And`: compiled filter."""
     limit: int | None = None
     """Most recent ``limit`` rows (returned oldest first); ``None`` for all."""
@@ -213,7 +230,7 @@ class SearchPlan:
     record_types: tuple[str, ...]
     vector: Vector | None = None
     text: str | None = None
-    scope: dict[str, Any] = field(default_factory=dict)
+    scope: dict[str, OrUnset[str | None]] = field(default_factory=dict)
     metadata_filter: And | None = None
     include_invalid: bool = True
 
@@ -276,13 +293,13 @@ class RelationRow:
 class RelationQuery:
     """A read of relations; ``UNSET`` fields do not filter."""
 
-    relation_id: Any = UNSET
-    relation_type: Any = UNSET
-    source_id: Any = UNSET
-    source_type: Any = UNSET
-    target_id: Any = UNSET
-    target_type: Any = UNSET
-    metadata_filter: Any = UNSET
+    relation_id: OrUnset[str] = UNSET
+    relation_type: OrUnset[str] = UNSET
+    source_id: OrUnset[str] = UNSET
+    source_type: OrUnset[str] = UNSET
+    target_id: OrUnset[str] = UNSET
+    target_type: OrUnset[str] = UNSET
+    metadata_filter: OrUnset[And | None] = UNSET
     limit: int | None = None
 
 
@@ -291,10 +308,10 @@ class RelationChange:
     """Replacement values for one relation; ``UNSET`` fields stay."""
 
     relation_id: str
-    relation_type: Any = UNSET
-    opposite_relation_type: Any = UNSET
-    event_ts: Any = UNSET
-    metadata: Any = UNSET
+    relation_type: OrUnset[str] = UNSET
+    opposite_relation_type: OrUnset[str] = UNSET
+    event_ts: OrUnset[datetime | None] = UNSET
+    metadata: OrUnset[dict[str, Any] | None] = UNSET
 
 
 class EngineSession(ABC):

@@ -9,7 +9,7 @@ from typing import Any
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from oracleagentmemory.engines.base import UNSET
+from oracleagentmemory.engines.interfaces import UNSET
 from oracleagentmemory.errors import InvalidArgumentTypeError
 from oracleagentmemory.filtertree import And, ArrayContains, Exact, FilterExpr, Not
 

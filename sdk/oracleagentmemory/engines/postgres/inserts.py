@@ -24,8 +24,8 @@ from psycopg import errors, pq, sql
 from psycopg.adapt import Dumper
 from psycopg.types.json import Jsonb
 
-from oracleagentmemory.engines.base import RowPlan
 from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.interfaces import RowPlan, message_body
 from oracleagentmemory.engines.layout import TABLE_OF_TYPE
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.errors import DuplicateRecordError
@@ -33,7 +33,6 @@ from oracleagentmemory.errors import DuplicateRecordError
 INSERT_BATCH_SIZE = 256
 SEQ_RETRIES = 50
 """Attempts at message sequence numbers while concurrent writers take the same ones."""
-
 
 Columns = tuple[tuple[str, str], ...]
 """Column names and their SQL types, in insert order."""
@@ -237,6 +236,11 @@ _CHUNK_COLUMNS: Columns = (("record_type", "text"), ("record_id", "text"),
 _CHUNK_COLUMNS_WITH_VECTORS: Columns = (*_CHUNK_COLUMNS, ("embedding", "vector"))
 
 
+def _message_columns(row: RowPlan) -> tuple[str, Jsonb | None]:
+    text, parts = message_body(row.content)
+    return text, _jsonb(parts)
+
+
 def _jsonb(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)
 
@@ -275,7 +279,7 @@ def record_rows(logical: str, rows: list[RowPlan], now: datetime | None
     if logical == "memory":
         return columns, ((*values, r.record_type, r.content) for r, values in common)
     if logical == "message":
-        return columns, ((*values, r.role, r.content[0], _jsonb(r.content[1]), r.seq_no)
+        return columns, ((*values, r.role, *_message_columns(r), r.seq_no)
                          for r, values in common)
     if logical == "thread_summary":
         return columns, ((*values, Jsonb(r.content)) for r, values in common)

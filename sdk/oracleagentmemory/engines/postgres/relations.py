@@ -10,8 +10,8 @@ from psycopg import errors, sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from oracleagentmemory.engines.base import UNSET, RelationChange, RelationQuery, RelationRow
 from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.interfaces import UNSET, RelationChange, RelationQuery, RelationRow
 from oracleagentmemory.engines.layout import LIFECYCLE_RELATION_TYPES
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.filters import metadata_predicates

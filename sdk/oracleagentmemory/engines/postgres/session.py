@@ -13,7 +13,8 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from oracleagentmemory.engines.base import (
+from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
+from oracleagentmemory.engines.interfaces import (
     UNSET,
     EngineSession,
     MessageQuery,
@@ -27,8 +28,8 @@ from oracleagentmemory.engines.base import (
     SchemaState,
     SearchPlan,
     UpdatePlan,
+    message_body,
 )
-from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, StoreNames
 from oracleagentmemory.engines.layout import (
     EXPIRING_TABLES,
     MEMORY_TYPES,
@@ -343,7 +344,7 @@ class PostgresSession(EngineSession):
                 sets.append(sql.SQL("content = %s"))
                 params.append(Jsonb(plan.content))
             elif logical == "message":
-                text, parts = plan.content
+                text, parts = message_body(plan.content)
                 sets.append(sql.SQL("content = %s, content_parts = %s"))
                 params.extend([text, _jsonb(parts)])
             else:
