@@ -22,6 +22,7 @@ from oracleagentmemory.errors import (
     MemoryStoreSchemaError,
     NotPermittedError,
     OracleAgentMemoryError,
+    RecordNotFoundError,
 )
 
 BOUND_SLACK = 3.0
@@ -148,3 +149,20 @@ def test_every_sdk_error_has_a_distinct_stable_code() -> None:
     assert all(issubclass(c, OracleAgentMemoryError) for c in classes)
     codes = [c.code for c in classes]
     assert len(codes) == len(set(codes))
+
+
+def test_a_relation_to_a_missing_record_names_it(pg_url: str) -> None:
+    store = OracleDBMemoryStore(None, pg_url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+                                memory_store_id=new_store_id())
+    try:
+        store.add(["here"], "memory", record_ids="m1")
+        with pytest.raises(RecordNotFoundError) as missing:
+            store.add_relations("m1", "memory", "ghost", "memory", "supports")
+        assert isinstance(missing.value, ValueError)
+        assert (missing.value.record_id, missing.value.record_type) == ("ghost", "memory")
+        assert missing.value.argument == "target_record_ids[0]"
+        # Positive control: the same call between existing memories works.
+        store.add(["there"], "memory", record_ids="m2")
+        assert len(store.add_relations("m1", "memory", "m2", "memory", "supports")) == 1
+    finally:
+        store.close()
