@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 from conftest import HashEmbedder, StoreFactory, new_store_id
-from oracleagentmemory.apis import IEmbedder, RecordStatus, TimeToLiveAnchor
+from oracleagentmemory.apis import IEmbedder, RecordStatus, ScopedRecord, TimeToLiveAnchor
 from oracleagentmemory.core import (
     MemoryStoreSchemaError,
     OracleDBMemoryStore,
@@ -151,7 +151,8 @@ def test_spec_search_examples(text_store: OracleDBMemoryStore, page: str) -> Non
             assert all(matches_filter(record.metadata, wanted) for record, _ in results)
         thread = example.search_kwargs.get("thread_id")
         if thread is not None:
-            assert all(record.thread_id == thread for record, _ in results)
+            assert all(isinstance(record, ScopedRecord) and record.thread_id == thread
+                       for record, _ in results)
 
 
 def test_combined_filter_excludes_records_missing_one_key(text_store: OracleDBMemoryStore) -> None:
@@ -201,7 +202,8 @@ def test_explicit_value_without_exact_match_does_not_filter(
         text_store: OracleDBMemoryStore, dimension: str, value_kind: str) -> None:
     add_scoped(text_store)
     value = DIMENSIONS[dimension][1] if value_kind == "id" else None
-    results = text_store.search("scoped note", 10, **{dimension: value, FLAG[dimension]: False})
+    scope: dict[str, Any] = {dimension: value, FLAG[dimension]: False}
+    results = text_store.search("scoped note", 10, **scope)
     assert set(ids(results)) == ALL_SCOPED
 
 
@@ -209,8 +211,8 @@ def test_explicit_value_without_exact_match_does_not_filter(
 def test_explicit_id_with_exact_match_matches_that_id(
         text_store: OracleDBMemoryStore, dimension: str) -> None:
     add_scoped(text_store)
-    results = text_store.search("scoped note", 10,
-                                **{dimension: DIMENSIONS[dimension][1], FLAG[dimension]: True})
+    scope: dict[str, Any] = {dimension: DIMENSIONS[dimension][1], FLAG[dimension]: True}
+    results = text_store.search("scoped note", 10, **scope)
     assert set(ids(results)) == {"r-one", "m-one"}
 
 
@@ -218,7 +220,8 @@ def test_explicit_id_with_exact_match_matches_that_id(
 def test_explicit_none_with_exact_match_matches_unscoped_records(
         text_store: OracleDBMemoryStore, dimension: str) -> None:
     add_scoped(text_store)
-    results = text_store.search("scoped note", 10, **{dimension: None, FLAG[dimension]: True})
+    scope: dict[str, Any] = {dimension: None, FLAG[dimension]: True}
+    results = text_store.search("scoped note", 10, **scope)
     assert set(ids(results)) == {"r-unscoped", "m-unscoped"}
 
 
@@ -469,6 +472,7 @@ def test_results_are_full_records(text_store: OracleDBMemoryStore) -> None:
                    timestamps="2024-05-01T10:00:00+00:00")
     [(record, _)] = text_store.search("full record", 1)
     assert record == text_store.get("memory", "full")
+    assert isinstance(record, ScopedRecord)
     assert (record.content, record.user_id, record.agent_id, record.thread_id, record.metadata) == (
         "full record note", "u", "a", "t", {"k": [1, 2]})
 

@@ -22,6 +22,7 @@ import numpy.typing as npt
 import psycopg
 import pytest
 from conftest import new_store_id
+from oracleagentmemory.apis import ScopedRecord
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy, SearchStrategy
 from oracleagentmemory.core._search import base_plan, check_search_arguments
 from oracleagentmemory.engines.postgres import search as pg_search
@@ -71,7 +72,9 @@ class Corpus:
 def cosine_distances(vectors: Matrix, query: Matrix) -> npt.NDArray[np.float64]:
     v = vectors.astype(np.float64)
     q = query.astype(np.float64)
-    return 1.0 - (v @ q) / (np.linalg.norm(v, axis=1) * np.linalg.norm(q))
+    norms = np.linalg.norm(v, axis=1) * np.linalg.norm(q)
+    distances: npt.NDArray[np.float64] = 1.0 - (v @ q) / norms
+    return distances
 
 
 def unit_vectors(rng: np.random.Generator, count: int) -> Matrix:
@@ -184,7 +187,8 @@ def test_user_scoped_search_recall_at_10(corpus: Corpus, queries: Matrix) -> Non
         results = corpus.store.search(None, 10, query_vector=query, user_id=user,
                                       exact_user_match=True, record_types={"memory"})
         assert len(results) == 10
-        assert all(record.user_id == user for record, _ in results)
+        assert all(isinstance(record, ScopedRecord) and record.user_id == user
+                   for record, _ in results)
         recalls.append(len(set(truth) & set(result_ids(results))) / 10)
     assert len(recalls) >= 30
     assert float(np.mean(recalls)) >= 0.95
@@ -260,7 +264,8 @@ def test_rare_user_gets_k_results(corpus: Corpus, queries: Matrix, k: int) -> No
     results = corpus.store.search(None, k, query_vector=queries[1], user_id=RARE_USER,
                                   exact_user_match=True, record_types={"memory"})
     assert len(results) == k
-    assert all(record.user_id == RARE_USER for record, _ in results)
+    assert all(isinstance(record, ScopedRecord) and record.user_id == RARE_USER
+               for record, _ in results)
     assert result_ids(results) == corpus.exact_top(queries[1], rows, k)
 
 
@@ -277,7 +282,8 @@ def test_restrictive_metadata_filter_gets_k_results(corpus: Corpus, queries: Mat
     results = corpus.store.search(None, 10, query_vector=queries[3],
                                   metadata_filter={"group": "fifteen"})
     assert len(results) == 10
-    assert all(record.metadata["group"] == "fifteen" for record, _ in results)
+    assert all(record.metadata is not None and record.metadata["group"] == "fifteen"
+               for record, _ in results)
     assert result_ids(results) == corpus.exact_top(queries[3], rows, 10)
 
 
@@ -297,7 +303,8 @@ def test_user_and_metadata_filters_combined(corpus: Corpus, queries: Matrix, k: 
                                   exact_user_match=True, metadata_filter={"team": "blue"},
                                   record_types={"memory"})
     assert len(results) == min(k, 12)
-    assert all(record.user_id == "u7" and record.metadata["team"] == "blue"
+    assert all(isinstance(record, ScopedRecord) and record.user_id == "u7"
+               and record.metadata is not None and record.metadata["team"] == "blue"
                for record, _ in results)
     assert result_ids(results) == corpus.exact_top(queries[5], rows, min(k, 12))
 
@@ -309,6 +316,7 @@ def test_metadata_filter_spread_over_users_without_user_scope(
     results = corpus.store.search(None, 20, query_vector=queries[6],
                                   metadata_filter={"team": "blue"})
     assert len(results) == 20
-    assert all(record.metadata["team"] == "blue" for record, _ in results)
+    assert all(record.metadata is not None and record.metadata["team"] == "blue"
+               for record, _ in results)
     truth = corpus.exact_top(queries[6], rows, 20)
     assert len(set(truth) & set(result_ids(results))) >= 19
