@@ -207,8 +207,8 @@ def drop(env: DdsEnvironment, corpus: Corpus) -> None:
     owner = OracleDBMemoryStore(None, env.owner_url, schema_policy=SchemaPolicy.REQUIRE_EXISTING,
                                 memory_store_id=corpus.store_id)
     try:
-        with owner._engine.session() as session:  # benchmark cleanup, not public API
-            session.drop_store(owner._names)
+        with owner._engine.session(owner._names) as session:  # benchmark cleanup, not public API
+            session.drop_store()
     finally:
         owner.close()
 

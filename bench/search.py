@@ -311,8 +311,8 @@ def open_modes(corpus: Corpus, url: str, dim: int) -> None:
 def drop_corpus(corpus: Corpus, keep: bool = False) -> None:
     store = corpus.stores["creator"]
     if not keep:
-        with store._engine.session() as session:  # benchmark cleanup, not public API
-            session.drop_store(store._names)
+        with store._engine.session(store._names) as session:  # benchmark cleanup, not public API
+            session.drop_store()
     for store in corpus.stores.values():
         store.close()
 

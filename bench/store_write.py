@@ -106,8 +106,8 @@ def fresh_store(url: str, dim: int, hnsw: bool) -> Iterator[OracleDBMemoryStore]
     try:
         yield store
     finally:
-        with store._engine.session() as session:  # benchmark cleanup, not public API
-            session.drop_store(store._names)
+        with store._engine.session(store._names) as session:  # benchmark cleanup, not public API
+            session.drop_store()
         store.close()
 
 

@@ -195,7 +195,7 @@ def test_generic_plans_are_forced_only_inside_a_context_transaction(
     with psycopg.connect(dds.runtime_url, autocommit=True) as conn:
         with dds.runtime_store(store_id, user, pool=conn) as store:
             assert len(store.list("memory")) == 3
-            with store._engine.session(store._security()) as session:
+            with store._engine.session(store._names, store._security()) as session:
                 shown = session.conn.execute("SHOW plan_cache_mode").fetchone()
                 assert shown == ("force_generic_plan",)
         assert conn.execute("SHOW plan_cache_mode").fetchone() == ("auto",)

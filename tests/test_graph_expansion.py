@@ -477,17 +477,17 @@ def memory_plan() -> SearchPlan:
 def test_expansion_past_its_bound_raises_timeout_error(chain: OracleDBMemoryStore) -> None:
     root = chain.get("memory", "a")
     assert root is not None
-    with chain._engine.session() as session, pytest.raises(TimeoutError,
+    with chain._engine.session(chain._names) as session, pytest.raises(TimeoutError,
                                                            match="graph expansion"):
-        _graph.expand_results(session, chain._names, [(root, 0.0)], memory_plan(), num_hops=3,
+        _graph.expand_results(session, [(root, 0.0)], memory_plan(), num_hops=3,
                               max_linked=100, timeout=0.0)
 
 
 def test_expansion_within_its_bound_attaches_the_tree(chain: OracleDBMemoryStore) -> None:
     root = chain.get("memory", "a")
     assert root is not None
-    with chain._engine.session() as session:
-        [(expanded, _)] = _graph.expand_results(session, chain._names, [(root, 0.0)],
+    with chain._engine.session(chain._names) as session:
+        [(expanded, _)] = _graph.expand_results(session, [(root, 0.0)],
                                                 memory_plan(), num_hops=3, max_linked=100)
     assert linked_ids(expanded) == ["b", "c", "d"]
     assert root.linked_results == ()  # records are immutable: the expanded result is a copy

@@ -10,7 +10,6 @@ from oracleagentmemory.apis.records import MEMORY_TYPES, LinkedResults, Record
 from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.core._records import record_from_row
 from oracleagentmemory.core._relations import relation_from_row
-from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.interfaces import EngineSession, SearchPlan
 from oracleagentmemory.errors import OperationTimeoutError
 
@@ -21,7 +20,7 @@ Children = dict[str, list[tuple[RecordRelation, dict[str, Any]]]]
 """One root's tree: record id -> ``(relation, linked row)`` pairs, in attachment order."""
 
 
-def expand_results(session: EngineSession, names: StoreNames,
+def expand_results(session: EngineSession,
                    results: list[tuple[Record, float]], plan: SearchPlan, num_hops: int,
                    max_linked: int, timeout: float = GRAPH_EXPANSION_TIMEOUT_SECONDS,
                    ) -> list[tuple[Record, float]]:
@@ -37,7 +36,7 @@ def expand_results(session: EngineSession, names: StoreNames,
     roots = [n for n, (record, _) in enumerate(results) if record.record_type in MEMORY_TYPES]
     if num_hops == 0 or max_linked == 0 or not roots:
         return results
-    trees = _shortest_path_trees(session, names, [results[n][0] for n in roots], plan,
+    trees = _shortest_path_trees(session, [results[n][0] for n in roots], plan,
                                  num_hops, max_linked, timeout)
     expanded = list(results)
     for n, children in zip(roots, trees, strict=True):
@@ -48,7 +47,7 @@ def expand_results(session: EngineSession, names: StoreNames,
     return expanded
 
 
-def _shortest_path_trees(session: EngineSession, names: StoreNames, roots: list[Record],
+def _shortest_path_trees(session: EngineSession, roots: list[Record],
                          plan: SearchPlan, num_hops: int, max_linked: int,
                          timeout: float) -> list[Children]:
     """One breadth-first tree per root (hop by hop, every root's frontier in one query)."""
@@ -61,11 +60,11 @@ def _shortest_path_trees(session: EngineSession, names: StoreNames, roots: list[
         frontier_ids = sorted({node for nodes in frontiers for node in nodes})
         if not frontier_ids:
             break
-        links = session.links_touching(names, frontier_ids)
+        links = session.links_touching(frontier_ids)
         others = sorted({link["source_id"] for link in links}
                         | {link["target_id"] for link in links})
         allowed: dict[str, dict[str, Any]] = {
-            row["id"]: row for row in session.select_linked_memories(names, others, plan)
+            row["id"]: row for row in session.select_linked_memories(others, plan)
         }
         _check_deadline(deadline, timeout)
         for key, tree in enumerate(trees):

@@ -47,17 +47,17 @@ def open_schema(engine: Engine, names: StoreNames, policy: SchemaPolicy, securit
 
     ``security`` is the active end-user context (NO_CHECK runtime stores only).
     """
-    with engine.session(security=security) as session:
+    with engine.session(names, security=security) as session:
         if policy is SchemaPolicy.NO_CHECK:
-            return _unchecked(session, names, request)
+            return _unchecked(session, request)
         if policy is not SchemaPolicy.REQUIRE_EXISTING:
-            session.lock_store(names)
-        state = session.read_schema_state(names)
+            session.lock_store()
+        state = session.read_schema_state()
         if policy is SchemaPolicy.RECREATE:
             _log.warning("recreating memory store %r: dropping its managed objects",
                          names.store_key or "<default>")
-            session.drop_store(names)
-            return _create(session, names, request)
+            session.drop_store()
+            return _create(session, request)
         empty = not state.existing_tables and state.registry is None
         if policy is SchemaPolicy.REQUIRE_EXISTING or (
             policy is SchemaPolicy.CREATE_IF_EMPTY and not empty
@@ -71,23 +71,23 @@ def open_schema(engine: Engine, names: StoreNames, policy: SchemaPolicy, securit
             assert state.registry is not None
             return state.registry
         if empty:
-            return _create(session, names, request)
-        return _repair(session, names, request, state)
+            return _create(session, request)
+        return _repair(session, request, state)
 
 
-def _unchecked(session: EngineSession, names: StoreNames, request: SchemaRequest) -> RegistryRow:
+def _unchecked(session: EngineSession, request: SchemaRequest) -> RegistryRow:
     """NO_CHECK: no validation, no DDL; read the registry when it is readable.
 
     Refuses a connection that row security does not bind: through it, the end-user context
     would hide nothing.
     """
-    if session.bypasses_row_security(names):
+    if session.bypasses_row_security():
         raise EndUserContextError(
             "SchemaPolicy.NO_CHECK needs a connection that row security binds: this one is a "
             "superuser, bypasses row-level security, or owns the store's tables (or is a member "
             "of their owner); connect as the application's runtime login"
         )
-    state = session.read_schema_state(names)
+    state = session.read_schema_state()
     if state.registry is not None:
         return state.registry
     return RegistryRow(
@@ -138,24 +138,24 @@ def _registry_row(options: SchemaOptions, version: int) -> RegistryRow:
     )
 
 
-def _create(session: EngineSession, names: StoreNames, request: SchemaRequest) -> RegistryRow:
+def _create(session: EngineSession, request: SchemaRequest) -> RegistryRow:
     options = _options(request, None)
     for version in range(1, request.latest_version + 1):
-        _log.info("memory store %r: applying schema version %d", names.store_key, version)
-        session.apply_schema_version(names, version, options)
+        _log.info("memory store %r: applying schema version %d", session.names.store_key, version)
+        session.apply_schema_version(version, options)
     row = _registry_row(options, request.latest_version)
-    session.write_registry(names, row)
+    session.write_registry(row)
     return row
 
 
-def _repair(session: EngineSession, names: StoreNames, request: SchemaRequest,
-            state: SchemaState) -> RegistryRow:
+def _repair(session: EngineSession, request: SchemaRequest, state: SchemaState) -> RegistryRow:
     """CREATE_IF_NECESSARY on a non-empty store: create what is missing, upgrade, refresh."""
     registry = state.registry
     if registry is not None and registry.schema_version > request.latest_version:
         raise MemoryStoreSchemaError(
-            f"schema version {registry.schema_version} of memory store {names.store_key!r} is "
-            f"newer than this SDK supports ({request.latest_version}); upgrade the SDK"
+            f"schema version {registry.schema_version} of memory store "
+            f"{session.names.store_key!r} is newer than this SDK supports "
+            f"({request.latest_version}); upgrade the SDK"
         )
     options = _options(request, registry)
     stored_dim = state.embedding_dim
@@ -172,14 +172,14 @@ def _repair(session: EngineSession, names: StoreNames, request: SchemaRequest,
         options.vector_dim = stored_dim
     if (options.vector_dim is not None and stored_dim is None
             and "record_chunks" in state.existing_tables):
-        session.add_embedding_storage(names, options.vector_dim)
+        session.add_embedding_storage(options.vector_dim)
     # Every version step is idempotent, so re-applying them all creates what is missing and
     # upgrades what is older, whatever state the store is in.
     for version in range(1, request.latest_version + 1):
-        _log.info("memory store %r: ensuring schema version %d", names.store_key, version)
-        session.apply_schema_version(names, version, options)
+        _log.info("memory store %r: ensuring schema version %d", session.names.store_key, version)
+        session.apply_schema_version(version, options)
     row = _registry_row(options, request.latest_version)
-    session.write_registry(names, row)
+    session.write_registry(row)
     return row
 
 

@@ -261,7 +261,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         return context
 
     def _session(self) -> AbstractContextManager[EngineSession]:
-        return self._engine.session(security=self._security())
+        return self._engine.session(self._names, security=self._security())
 
     def _default_user_id(self) -> str | _NotSetMarker:
         """In a NO_CHECK store, an omitted user id is the active end user's name."""
@@ -341,7 +341,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
     def _insert(self, plans: builtins.list[RowPlan], batch_size: int) -> None:
         try:
             with self._session() as session:
-                session.insert_rows(self._names, plans, batch_size)
+                session.insert_rows(plans, batch_size)
         except DuplicateRecordError as exc:
             raise DuplicateRecordError(exc.message, argument=exc.argument,
                                        record_id=exc.record_id) from None
@@ -392,17 +392,17 @@ class OracleDBMemoryStore(OracleMemoryStore):
         )
         plan = pending.plan
         with self._session() as session:
-            if not session.record_exists(self._names, record_type, record_id):
+            if not session.record_exists(record_type, record_id):
                 return 0
             if pending.needs_stored_event_ts:
-                stored = session.select_event_ts(self._names, record_type, record_id)
+                stored = session.select_event_ts(record_type, record_id)
                 if stored is None:
                     raise InvalidArgumentError(
                         "ttl_anchor=TimeToLiveAnchor.TIMESTAMP needs an event timestamp; the "
                         "record has none, so pass timestamp in the same call"
                     )
             if pending.clear_existing_vectors or pending.existing_row_vectors is not None:
-                existing = session.count_chunks(self._names, record_type, record_id)
+                existing = session.count_chunks(record_type, record_id)
                 vectors = pending.existing_row_vectors
                 if vectors is None:
                     plan.chunk_vectors = [None] * existing
@@ -418,7 +418,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
                     )
                 else:
                     plan.chunk_vectors = vectors
-            return session.update_record(self._names, plan)
+            return session.update_record(plan)
 
     def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
         """Delete one record with its retrieval rows; ``cascade`` expands actor profiles."""
@@ -426,22 +426,22 @@ class OracleDBMemoryStore(OracleMemoryStore):
         check_required_id(record_id, "record_id")
         check_bool(cascade, "cascade")
         with self._session() as session:
-            deleted = session.delete_record(self._names, record_type, record_id)
+            deleted = session.delete_record(record_type, record_id)
             if cascade and record_type in PROFILE_TYPES:
                 column = "user_id" if record_type == "user_profile" else "agent_id"
-                session.delete_actor_scope(self._names, column, record_id)
+                session.delete_actor_scope(column, record_id)
             return deleted
 
     def delete_thread(self, thread_id: str) -> int:
         """Delete a thread with its messages, memories, summaries and retrieval rows."""
         check_required_id(thread_id, "thread_id")
         with self._session() as session:
-            return session.delete_thread(self._names, thread_id)
+            return session.delete_thread(thread_id)
 
     def purge_expired(self) -> int:
         """Physically delete expired messages and memories; returns how many were removed."""
         with self._session() as session:
-            return session.purge_expired(self._names)
+            return session.purge_expired()
 
     # --- reads ----------------------------------------------------------------------------
     def get(self, record_type: str, record_id: str,
@@ -453,7 +453,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
             check_bool(include_bytes, "include_bytes")
         with self._session() as session:
             rows = session.select_records(
-                self._names, RecordQuery(record_type=record_type, record_id=record_id, limit=1))
+                RecordQuery(record_type=record_type, record_id=record_id, limit=1))
         return record_from_row(rows[0]) if rows else None
 
     def list(self, record_type: str, limit: Any = NOT_SET_MARKER, thread_id: Any = NOT_SET_MARKER,
@@ -483,7 +483,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         if include_bytes is not NOT_SET_MARKER:
             check_bool(include_bytes, "include_bytes")
         with self._session() as session:
-            rows = session.select_records(self._names, query)
+            rows = session.select_records(query)
         return [record_from_row(r) for r in rows]
 
     def list_thread_messages(self, thread_id: str, last_n: int | None = None,
@@ -500,7 +500,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         if include_bytes is not NOT_SET_MARKER:
             check_bool(include_bytes, "include_bytes")
         with self._session() as session:
-            rows = session.select_thread_messages(self._names, query)
+            rows = session.select_thread_messages(query)
         records = [record_from_row(r) for r in rows]
         return [r for r in records if isinstance(r, MessageRecord)]
 
@@ -533,17 +533,16 @@ class OracleDBMemoryStore(OracleMemoryStore):
         )
         plans = self._search_plans(strategy, arguments)
         with self._session() as session:
-            rankings = [run_search(session.candidate_source(self._names, plan), plan.k)
+            rankings = [run_search(session.candidate_source(plan), plan.k)
                         for plan in plans]
             hits = fuse(rankings)[: arguments.k]
-            rows = session.select_records_by_keys(
-                self._names, [(h.record_type, h.record_id) for h in hits])
+            rows = session.select_records_by_keys([(h.record_type, h.record_id) for h in hits])
             results: builtins.list[tuple[Record, float]] = []
             for hit in hits:
                 row = rows.get((hit.record_type, hit.record_id))
                 if row is not None:
                     results.append((record_from_row(row), hit.distance))
-            results = expand_results(session, self._names, results, plans[0],
+            results = expand_results(session, results, plans[0],
                                      arguments.num_hops, arguments.max_linked_results)
         return results
 
@@ -590,7 +589,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
                                   relation_ids, timestamps, metadata)
         endpoint_ids = sorted({r.source_id for r in rows} | {r.target_id for r in rows})
         with self._session() as session:
-            stored = session.memory_types(self._names, endpoint_ids)
+            stored = session.memory_types(endpoint_ids)
             for n, row in enumerate(rows):
                 owners: list[str | None] = []
                 for side, record_id, record_type in (("source", row.source_id, row.source_type),
@@ -610,7 +609,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
                     owners.append(found[0][1])
                 row.user_id = _link_owner(owners, n)
             try:
-                session.insert_relations(self._names, rows)
+                session.insert_relations(rows)
             except DuplicateRelationError as exc:
                 if exc.record_id is not None:
                     position = [r.id for r in rows].index(exc.record_id)
@@ -624,7 +623,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
                     f"(only one orientation per endpoint pair is stored): {exc.message}",
                     argument="source_record_ids",
                 ) from None
-            session.recompute_status(self._names, [
+            session.recompute_status([
                 r.target_id for r in rows if r.relation_type in LIFECYCLE_RELATION_TYPES])
         return [r.id for r in rows]
 
@@ -664,7 +663,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
             )
         query.limit = 1
         with self._session() as session:
-            rows = session.select_relations(self._names, query)
+            rows = session.select_relations(query)
         return relation_from_row(rows[0]) if rows else None
 
     def list_relations(self, relation_type: Any = NOT_SET_MARKER,
@@ -692,7 +691,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         elif metadata_filter is not NOT_SET_MARKER:
             query.metadata_filter = parse_metadata_filter(metadata_filter)
         with self._session() as session:
-            rows = session.select_relations(self._names, query)
+            rows = session.select_relations(query)
         return [relation_from_row(r) for r in rows]
 
     def update_relations(self, relation_ids: Any, relation_types: Any = NOT_SET_MARKER,
@@ -707,15 +706,15 @@ class OracleDBMemoryStore(OracleMemoryStore):
         with self._session() as session:
             for n, change in enumerate(changes):
                 stored = session.select_relations(
-                    self._names, RelationQuery(relation_id=change.relation_id, limit=1))
+                    RelationQuery(relation_id=change.relation_id, limit=1))
                 if not stored:
                     continue
                 resolve_change_labels(change, stored[0]["relation_type"], n)
-                session.update_relation(self._names, change)
+                session.update_relation(change)
                 updated.append(change.relation_id)
                 if change.relation_type is not UNSET:
                     retyped_targets.append(stored[0]["target_id"])
-            session.recompute_status(self._names, retyped_targets)
+            session.recompute_status(retyped_targets)
         return updated
 
     def delete_relations(self, relation_ids: Any) -> int:
@@ -725,8 +724,8 @@ class OracleDBMemoryStore(OracleMemoryStore):
             raise InvalidArgumentTypeError("relation_ids must be a str or a list of str")
         checked = [check_required_id(v, f"relation_ids[{n}]") for n, v in enumerate(ids)]
         with self._session() as session:
-            deleted = session.delete_relations(self._names, checked)
-            session.recompute_status(self._names, [
+            deleted = session.delete_relations(checked)
+            session.recompute_status([
                 target for target, kind in deleted if kind in LIFECYCLE_RELATION_TYPES])
         return len(deleted)
 

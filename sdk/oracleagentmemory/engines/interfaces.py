@@ -315,132 +315,135 @@ class RelationChange:
 
 
 class EngineSession(ABC):
-    """Work on one physical connection inside one transaction."""
+    """Work on one physical connection inside one transaction, on the store :attr:`names`."""
+
+    names: StoreNames
+    """The store every method works on (bound by :meth:`Engine.session`)."""
 
     # --- schema lifecycle -------------------------------------------------------------
     @abstractmethod
-    def lock_store(self, names: StoreNames) -> None:
+    def lock_store(self) -> None:
         """Serialise schema lifecycle work on this store until the transaction ends."""
 
     @abstractmethod
-    def read_schema_state(self, names: StoreNames) -> SchemaState:
+    def read_schema_state(self) -> SchemaState:
         """Inspect which managed objects exist and read the registry row."""
 
     @abstractmethod
-    def bypasses_row_security(self, names: StoreNames) -> bool:
+    def bypasses_row_security(self) -> bool:
         """Whether this connection's user escapes the store's row security (a superuser, a
         role that bypasses it, or the owner of the tables or a member of the owner)."""
 
     @abstractmethod
-    def apply_schema_version(self, names: StoreNames, version: int, options: SchemaOptions) -> None:
+    def apply_schema_version(self, version: int, options: SchemaOptions) -> None:
         """Apply the DDL step that brings the store from ``version - 1`` to ``version``."""
 
     @abstractmethod
-    def add_embedding_storage(self, names: StoreNames, dim: int) -> None:
+    def add_embedding_storage(self, dim: int) -> None:
         """Add vector storage to a store created without it."""
 
     @abstractmethod
-    def write_registry(self, names: StoreNames, row: RegistryRow) -> None:
+    def write_registry(self, row: RegistryRow) -> None:
         """Insert or replace the registry row of the store."""
 
     @abstractmethod
-    def drop_store(self, names: StoreNames) -> None:
+    def drop_store(self) -> None:
         """Drop every managed object of the store and its registry row."""
 
     # --- records ----------------------------------------------------------------------
     @abstractmethod
-    def insert_rows(self, names: StoreNames, rows: Sequence[RowPlan], batch_size: int) -> None:
+    def insert_rows(self, rows: Sequence[RowPlan], batch_size: int) -> None:
         """Insert records and their retrieval rows; raise :class:`DuplicateRecordError`."""
 
     @abstractmethod
-    def select_records(self, names: StoreNames, query: RecordQuery) -> list[dict[str, Any]]:
+    def select_records(self, query: RecordQuery) -> list[dict[str, Any]]:
         """Visible (unexpired) rows of one record type, oldest first."""
 
     @abstractmethod
     def select_thread_messages(
-        self, names: StoreNames, query: MessageQuery
+        self, query: MessageQuery
     ) -> list[dict[str, Any]]:
         """Visible messages of one thread in sequence order."""
 
     @abstractmethod
-    def count_chunks(self, names: StoreNames, record_type: str, record_id: str) -> int:
+    def count_chunks(self, record_type: str, record_id: str) -> int:
         """Number of retrieval rows of one record."""
 
     @abstractmethod
-    def record_exists(self, names: StoreNames, record_type: str, record_id: str) -> bool:
+    def record_exists(self, record_type: str, record_id: str) -> bool:
         """Whether the record row exists (expired or not), locking it for update."""
 
     @abstractmethod
     def select_event_ts(
-        self, names: StoreNames, record_type: str, record_id: str
+        self, record_type: str, record_id: str
     ) -> datetime | None:
         """Stored event timestamp of one record."""
 
     @abstractmethod
-    def update_record(self, names: StoreNames, plan: UpdatePlan) -> int:
+    def update_record(self, plan: UpdatePlan) -> int:
         """Apply ``plan``; returns 0 or 1."""
 
     @abstractmethod
-    def delete_record(self, names: StoreNames, record_type: str, record_id: str) -> int:
+    def delete_record(self, record_type: str, record_id: str) -> int:
         """Delete one record with its retrieval rows (and links); returns 0 or 1."""
 
     @abstractmethod
-    def delete_actor_scope(self, names: StoreNames, actor_column: str, actor_id: str) -> None:
+    def delete_actor_scope(self, actor_column: str, actor_id: str) -> None:
         """Delete threads owned by an actor (with their scoped rows) and its remaining rows."""
 
     @abstractmethod
-    def delete_thread(self, names: StoreNames, thread_id: str) -> int:
+    def delete_thread(self, thread_id: str) -> int:
         """Delete a thread with its messages, memories, summaries and retrieval rows."""
 
     @abstractmethod
-    def purge_expired(self, names: StoreNames) -> int:
+    def purge_expired(self) -> int:
         """Physically delete expired rows; returns how many records were removed."""
 
     # --- search -----------------------------------------------------------------------
     @abstractmethod
-    def candidate_source(self, names: StoreNames, plan: SearchPlan) -> CandidateSource:
+    def candidate_source(self, plan: SearchPlan) -> CandidateSource:
         """The engine's candidate rounds for one search (the core runs the loop)."""
 
     @abstractmethod
-    def select_records_by_keys(self, names: StoreNames, keys: Sequence[tuple[str, str]]
+    def select_records_by_keys(self, keys: Sequence[tuple[str, str]]
                                ) -> dict[tuple[str, str], dict[str, Any]]:
         """Visible rows of ``(record_type, record_id)`` keys."""
 
     @abstractmethod
-    def select_linked_memories(self, names: StoreNames, ids: Sequence[str],
+    def select_linked_memories(self, ids: Sequence[str],
                                plan: SearchPlan) -> list[dict[str, Any]]:
         """Memories among ``ids`` that pass the plan's scope, type, expiry and metadata filters."""
 
     # --- relations --------------------------------------------------------------------
     @abstractmethod
-    def memory_types(self, names: StoreNames, ids: Sequence[str]
+    def memory_types(self, ids: Sequence[str]
                      ) -> dict[str, list[tuple[str, str | None]]]:
         """``(record type, owner)`` of each stored memory among ``ids`` (ids are unique per
         owner), the caller's own (non-NULL owner) first."""
 
     @abstractmethod
-    def insert_relations(self, names: StoreNames, rows: Sequence[RelationRow]) -> None:
+    def insert_relations(self, rows: Sequence[RelationRow]) -> None:
         """Insert relations; raise :class:`DuplicateRelationError` for a related pair."""
 
     @abstractmethod
-    def select_relations(self, names: StoreNames, query: RelationQuery) -> list[dict[str, Any]]:
+    def select_relations(self, query: RelationQuery) -> list[dict[str, Any]]:
         """Matching relations in creation order."""
 
     @abstractmethod
-    def update_relation(self, names: StoreNames, change: RelationChange) -> bool:
+    def update_relation(self, change: RelationChange) -> bool:
         """Apply one relation change; returns whether the relation exists."""
 
     @abstractmethod
-    def delete_relations(self, names: StoreNames, relation_ids: Sequence[str]
+    def delete_relations(self, relation_ids: Sequence[str]
                          ) -> list[tuple[str, str]]:
         """Delete relations; returns ``(target_id, relation_type)`` of the deleted ones."""
 
     @abstractmethod
-    def recompute_status(self, names: StoreNames, memory_ids: Sequence[str]) -> None:
+    def recompute_status(self, memory_ids: Sequence[str]) -> None:
         """INVALID while a lifecycle relation targets a memory, VALID otherwise."""
 
     @abstractmethod
-    def links_touching(self, names: StoreNames, node_ids: Sequence[str]) -> list[dict[str, Any]]:
+    def links_touching(self, node_ids: Sequence[str]) -> list[dict[str, Any]]:
         """Relations with an endpoint among ``node_ids``."""
 
 
@@ -470,8 +473,10 @@ class Engine(ABC):
         """Whether ``security_context`` is an end-user context this engine can apply."""
 
     @abstractmethod
-    def session(self, security: Any | None = None) -> AbstractContextManager[EngineSession]:
-        """Acquire a connection and open a transaction; commit on success, roll back on error.
+    def session(self, names: StoreNames,
+                security: Any | None = None) -> AbstractContextManager[EngineSession]:
+        """Acquire a connection and open a transaction on the store ``names``; commit on
+        success, roll back on error.
 
         With ``security`` (an end-user security context), apply it to the connection and verify
         the database sees that end user before any work, and clear it (verified) afterwards.

@@ -15,6 +15,7 @@ from pgvector.psycopg import register_vector
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
+from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.interfaces import EndUserContext, Engine, EngineCapabilities
 from oracleagentmemory.engines.postgres.assertion import PostgresEndUserSecurityContext
 from oracleagentmemory.engines.postgres.context_sql import (
@@ -145,7 +146,8 @@ class PostgresEngine(Engine):
             )
 
     @contextmanager
-    def session(self, security: Any | None = None) -> Iterator[PostgresSession]:
+    def session(self, names: StoreNames,
+                security: Any | None = None) -> Iterator[PostgresSession]:
         if security is not None and not isinstance(security, EndUserContext):
             raise SecurityContextError(
                 "this end-user security context is not a PostgreSQL context; create it with "
@@ -153,15 +155,15 @@ class PostgresEngine(Engine):
         try:
             if self._pool is not None:
                 with self._pool.connection() as conn:
-                    yield from self._transaction(conn, security)
+                    yield from self._transaction(conn, names, security)
             else:
                 assert self._conn is not None
                 with self._lock:
-                    yield from self._transaction(self._conn, security)
+                    yield from self._transaction(self._conn, names, security)
         except (psycopg.Error, PoolTimeout, PoolClosed) as exc:
             raise translate(exc) from exc
 
-    def _transaction(self, conn: psycopg.Connection[Any],
+    def _transaction(self, conn: psycopg.Connection[Any], names: StoreNames,
                      security: Any | None) -> Iterator[PostgresSession]:
         """One transaction; with ``security``, applied, verified, then cleared and verified.
 
@@ -175,13 +177,13 @@ class PostgresEngine(Engine):
         self.ensure_vector_adapters(conn)
         if security is not None and conn.info.transaction_status == TransactionStatus.IDLE:
             with context_transaction(conn, security):
-                yield PostgresSession(conn, self, security)
+                yield PostgresSession(conn, self, names, security)
             return
         try:
             with conn.transaction():
                 if security is not None:
                     apply_security_context(conn, security)
-                yield PostgresSession(conn, self, security)
+                yield PostgresSession(conn, self, names, security)
         finally:
             if security is not None:
                 clear_security_context(conn)

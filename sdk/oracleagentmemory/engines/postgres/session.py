@@ -86,9 +86,10 @@ class PostgresSession(EngineSession):
     """One connection inside one open transaction."""
 
     def __init__(self, conn: psycopg.Connection[Any], engine: PostgresEngine,
-                 security: Any | None = None) -> None:
+                 names: StoreNames, security: Any | None = None) -> None:
         self.conn = conn
         self.engine = engine
+        self.names = names
         self.security = security
         """The end-user context applied to this transaction, if any."""
         self._now: datetime | None = None
@@ -102,7 +103,7 @@ class PostgresSession(EngineSession):
             self._now = row[0]
         return self._now
 
-    def _key(self, names: StoreNames, logical: str, *, type_filter: bool, record_type: str,
+    def _key(self, logical: str, *, type_filter: bool, record_type: str,
              record_id: str) -> tuple[sql.Composable, list[Any]]:
         """WHERE clause that selects one record of ``record_type``."""
         if logical == "actor_profile":
@@ -113,21 +114,21 @@ class PostgresSession(EngineSession):
         return sql.SQL("id = %s"), [record_id]
 
     # --- schema lifecycle ---------------------------------------------------------------
-    def lock_store(self, names: StoreNames) -> None:
-        key = f"oam-store:{names.schema or ''}:{names.store_key}"
+    def lock_store(self) -> None:
+        key = f"oam-store:{self.names.schema or ''}:{self.names.store_key}"
         self.conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
 
-    def _schema_name(self, names: StoreNames) -> str:
-        if names.schema is not None:
-            return names.schema
+    def _schema_name(self) -> str:
+        if self.names.schema is not None:
+            return self.names.schema
         row = self.conn.execute("SELECT current_schema()").fetchone()
         if row is None or row[0] is None:
             raise RuntimeError("the connection has no current schema (check search_path)")
         return str(row[0])
 
-    def read_schema_state(self, names: StoreNames) -> SchemaState:
-        schema = self._schema_name(names)
-        wanted = {names.table(t): t for t in MANAGED_TABLES}
+    def read_schema_state(self) -> SchemaState:
+        schema = self._schema_name()
+        wanted = {self.names.table(t): t for t in MANAGED_TABLES}
         rows = self.conn.execute(
             "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = %s AND c.relname = ANY(%s) AND c.relkind IN ('r', 'p', 'v')",
@@ -142,8 +143,8 @@ class PostgresSession(EngineSession):
                 sql.SQL(
                     "SELECT schema_version, search_mode, vector_dim, default_ttl_days, "
                     "max_ttl_days, search_index_sync FROM {} WHERE store_key = %s"
-                ).format(q.registry(names)),
-                [names.store_key],
+                ).format(q.registry(self.names)),
+                [self.names.store_key],
             ).fetchone()
             if row is not None:
                 registry = RegistryRow(*row)
@@ -153,7 +154,7 @@ class PostgresSession(EngineSession):
                 "SELECT a.atttypmod FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
                 "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
                 "AND c.relname = %s AND a.attname = 'embedding' AND NOT a.attisdropped",
-                [schema, names.table("record_chunks")],
+                [schema, self.names.table("record_chunks")],
             ).fetchone()
             if dim_row is not None:
                 embedding_dim = int(dim_row[0])
@@ -164,25 +165,25 @@ class PostgresSession(EngineSession):
             embedding_dim=embedding_dim,
         )
 
-    def bypasses_row_security(self, names: StoreNames) -> bool:
+    def bypasses_row_security(self) -> bool:
         row = self.conn.execute(
             "SELECT r.rolsuper OR r.rolbypassrls OR EXISTS (SELECT 1 FROM pg_class c "
             "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = "
             "coalesce(%s, current_schema()) AND c.relname = %s "
             "AND pg_has_role(current_user, c.relowner, 'MEMBER')) "
             "FROM pg_roles r WHERE r.rolname = current_user",
-            [names.schema, names.table("memory")],
+            [self.names.schema, self.names.table("memory")],
         ).fetchone()
         return bool(row and row[0])
 
-    def apply_schema_version(self, names: StoreNames, version: int, options: SchemaOptions) -> None:
+    def apply_schema_version(self, version: int, options: SchemaOptions) -> None:
         if version == 1 and options.vector_dim is not None:
             self._ensure_vector_extension()
-        ddl.SCHEMA_STEPS[version](self.conn, names, options)
+        ddl.SCHEMA_STEPS[version](self.conn, self.names, options)
 
-    def add_embedding_storage(self, names: StoreNames, dim: int) -> None:
+    def add_embedding_storage(self, dim: int) -> None:
         self._ensure_vector_extension()
-        ddl.add_embedding_column(self.conn, names, dim)
+        ddl.add_embedding_column(self.conn, self.names, dim)
 
     def _ensure_vector_extension(self) -> None:
         row = self.conn.execute("SELECT to_regtype('vector') IS NOT NULL").fetchone()
@@ -199,8 +200,8 @@ class PostgresSession(EngineSession):
             ) from exc
         self.engine.ensure_vector_adapters(self.conn)
 
-    def write_registry(self, names: StoreNames, row: RegistryRow) -> None:
-        self.conn.execute(ddl.REGISTRY_DDL.format(q.registry(names)))
+    def write_registry(self, row: RegistryRow) -> None:
+        self.conn.execute(ddl.REGISTRY_DDL.format(q.registry(self.names)))
         self.conn.execute(
             sql.SQL(
                 "INSERT INTO {} (store_key, schema_version, search_mode, vector_dim, "
@@ -210,35 +211,35 @@ class PostgresSession(EngineSession):
                 "EXCLUDED.vector_dim, default_ttl_days = EXCLUDED.default_ttl_days, max_ttl_days = "
                 "EXCLUDED.max_ttl_days, search_index_sync = EXCLUDED.search_index_sync, "
                 "updated_at = now()"
-            ).format(q.registry(names)),
-            [names.store_key, row.schema_version, row.search_mode, row.vector_dim,
+            ).format(q.registry(self.names)),
+            [self.names.store_key, row.schema_version, row.search_mode, row.vector_dim,
              row.default_ttl_days, row.max_ttl_days, row.search_index_sync],
         )
 
-    def drop_store(self, names: StoreNames) -> None:
+    def drop_store(self) -> None:
         for logical in reversed(MANAGED_TABLES):
             self.conn.execute(
-                sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(q.table(names, logical))
+                sql.SQL("DROP TABLE IF EXISTS {} CASCADE").format(q.table(self.names, logical))
             )
         if REGISTRY_TABLE in {
             r[0] for r in self.conn.execute(
                 "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = %s AND c.relname = %s",
-                [self._schema_name(names), REGISTRY_TABLE],
+                [self._schema_name(), REGISTRY_TABLE],
             ).fetchall()
         }:
             self.conn.execute(
-                sql.SQL("DELETE FROM {} WHERE store_key = %s").format(q.registry(names)),
-                [names.store_key],
+                sql.SQL("DELETE FROM {} WHERE store_key = %s").format(q.registry(self.names)),
+                [self.names.store_key],
             )
 
     # --- inserts --------------------------------------------------------------------------
-    def insert_rows(self, names: StoreNames, rows: Sequence[RowPlan],
+    def insert_rows(self, rows: Sequence[RowPlan],
                     batch_size: int = INSERT_BATCH_SIZE) -> None:
-        inserts.insert_rows(self.conn, names, rows, batch_size)
+        inserts.insert_rows(self.conn, self.names, rows, batch_size)
 
     # --- reads ----------------------------------------------------------------------------
-    def select_records(self, names: StoreNames, query: RecordQuery) -> list[dict[str, Any]]:
+    def select_records(self, query: RecordQuery) -> list[dict[str, Any]]:
         logical = _TABLE_OF_TYPE[query.record_type]
         where: list[sql.Composable] = []
         params: list[Any] = []
@@ -267,7 +268,7 @@ class PostgresSession(EngineSession):
         params.extend(metadata_params)
         statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY row_seq DESC{}").format(
             sql.SQL(_SELECT[logical]),
-            q.table(names, logical),
+            q.table(self.names, logical),
             sql.SQL(" AND ").join(where) if where else sql.SQL("true"),
             sql.SQL(" LIMIT %s") if query.limit is not None else sql.SQL(""),
         )
@@ -279,7 +280,7 @@ class PostgresSession(EngineSession):
         return rows
 
     def select_thread_messages(
-        self, names: StoreNames, query: MessageQuery
+        self, query: MessageQuery
     ) -> list[dict[str, Any]]:
         where = [sql.SQL("thread_id = %s"), sql.SQL("(expires_at IS NULL OR expires_at > now())")]
         params: list[Any] = [query.thread_id]
@@ -291,7 +292,7 @@ class PostgresSession(EngineSession):
             params.append(query.range_end_seq_no)
         statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY seq_no DESC{}").format(
             sql.SQL(_SELECT["message"]),
-            q.table(names, "message"),
+            q.table(self.names, "message"),
             sql.SQL(" AND ").join(where),
             sql.SQL(" LIMIT %s") if query.last_n is not None else sql.SQL(""),
         )
@@ -302,40 +303,41 @@ class PostgresSession(EngineSession):
         rows.reverse()
         return rows
 
-    def count_chunks(self, names: StoreNames, record_type: str, record_id: str) -> int:
+    def count_chunks(self, record_type: str, record_id: str) -> int:
         row = self.conn.execute(
             sql.SQL("SELECT count(*) FROM {} WHERE record_type = %s AND record_id = %s").format(
-                q.table(names, "record_chunks")), [record_type, record_id],
+                q.table(self.names, "record_chunks")), [record_type, record_id],
         ).fetchone()
         return int(row[0]) if row else 0
 
-    def record_exists(self, names: StoreNames, record_type: str, record_id: str) -> bool:
+    def record_exists(self, record_type: str, record_id: str) -> bool:
         logical = _TABLE_OF_TYPE[record_type]
-        key, params = self._key(names, logical, type_filter=True, record_type=record_type,
+        key, params = self._key(logical, type_filter=True, record_type=record_type,
                                 record_id=record_id)
         row = self.conn.execute(
-            sql.SQL("SELECT 1 FROM {} WHERE {} FOR UPDATE").format(q.table(names, logical), key),
+            sql.SQL("SELECT 1 FROM {} WHERE {} FOR UPDATE").format(
+                q.table(self.names, logical), key),
             params,
         ).fetchone()
         return row is not None
 
     def select_event_ts(
-        self, names: StoreNames, record_type: str, record_id: str
+        self, record_type: str, record_id: str
     ) -> datetime | None:
         logical = _TABLE_OF_TYPE[record_type]
-        key, params = self._key(names, logical, type_filter=True, record_type=record_type,
+        key, params = self._key(logical, type_filter=True, record_type=record_type,
                                 record_id=record_id)
         row = self.conn.execute(
-            sql.SQL("SELECT event_ts FROM {} WHERE {}").format(q.table(names, logical), key),
+            sql.SQL("SELECT event_ts FROM {} WHERE {}").format(q.table(self.names, logical), key),
             params,
         ).fetchone()
         return None if row is None else row[0]
 
     # --- updates and deletes --------------------------------------------------------------
-    def update_record(self, names: StoreNames, plan: UpdatePlan) -> int:
+    def update_record(self, plan: UpdatePlan) -> int:
         logical = _TABLE_OF_TYPE[plan.record_type]
-        table = q.table(names, logical)
-        key, key_params = self._key(names, logical, type_filter=True,
+        table = q.table(self.names, logical)
+        key, key_params = self._key(logical, type_filter=True,
                                     record_type=plan.record_type, record_id=plan.record_id)
         sets: list[sql.Composable] = [sql.SQL("updated_at = now()")]
         params: list[Any] = []
@@ -384,14 +386,14 @@ class PostgresSession(EngineSession):
         scope = cur.fetchone()
         if scope is None:
             return 0
-        chunks = q.table(names, "record_chunks")
+        chunks = q.table(self.names, "record_chunks")
         chunk_owner = plan.record_id if plan.record_type == "user_profile" else scope[1]
         if plan.chunks is not UNSET:
-            self._delete_chunks(names, (plan.record_type,), [(plan.record_id, chunk_owner)])
+            self._delete_chunks((plan.record_type,), [(plan.record_id, chunk_owner)])
             row = RowPlan(record_type=plan.record_type, record_id=plan.record_id, content=None,
                           thread_id=scope[0], user_id=scope[1], agent_id=scope[2],
                           chunks=plan.chunks)
-            inserts.insert_chunks(self.conn, names, [row])
+            inserts.insert_chunks(self.conn, self.names, [row])
         elif plan.chunk_vectors is not UNSET:
             ids = [r[0] for r in self.conn.execute(
                 sql.SQL("SELECT id FROM {} WHERE record_type = %s AND record_id = %s "
@@ -408,7 +410,7 @@ class PostgresSession(EngineSession):
                 )
         return 1
 
-    def _delete_chunks(self, names: StoreNames, record_types: Sequence[str],
+    def _delete_chunks(self, record_types: Sequence[str],
                        keys: Sequence[tuple[str, str | None]]) -> None:
         """Delete the retrieval rows of the records ``(id, owner)`` (ids are unique per owner)."""
         if keys:
@@ -416,11 +418,11 @@ class PostgresSession(EngineSession):
                 sql.SQL("DELETE FROM {} c USING unnest(%s::text[], %s::text[]) AS d(id, owner) "
                         "WHERE c.record_type = ANY(%s) AND c.record_id = d.id "
                         "AND c.user_id IS NOT DISTINCT FROM d.owner")
-                .format(q.table(names, "record_chunks")),
+                .format(q.table(self.names, "record_chunks")),
                 [[k[0] for k in keys], [k[1] for k in keys], list(record_types)],
             )
 
-    def _delete_where(self, names: StoreNames, logical: str, where: sql.Composable,
+    def _delete_where(self, logical: str, where: sql.Composable,
                       params: list[Any]) -> list[str]:
         """Delete rows of ``logical`` and their retrieval rows; returns the deleted ids."""
         # The owner of a retrieval row: the record's user_id, or a user profile's actor id.
@@ -429,65 +431,66 @@ class PostgresSession(EngineSession):
         id_column = "actor_id" if logical == "actor_profile" else "id"
         released: list[str] = []
         if logical == "memory":
-            released = relations.lifecycle_targets_from(self.conn, names, where, params)
+            released = relations.lifecycle_targets_from(self.conn, self.names, where, params)
         rows = self.conn.execute(
             sql.SQL("DELETE FROM {} WHERE {} RETURNING {}, {}").format(
-                q.table(names, logical), where, sql.Identifier(id_column), sql.SQL(owner)),
+                q.table(self.names, logical), where, sql.Identifier(id_column), sql.SQL(owner)),
             params,
         ).fetchall()
         keys = [(r[0], r[1]) for r in rows]
         if logical == "memory":
-            self._delete_chunks(names, sorted(MEMORY_TYPES), keys)
-            relations.delete_links_of(self.conn, names, keys)
-            relations.recompute_status(self.conn, names, released)
+            self._delete_chunks(sorted(MEMORY_TYPES), keys)
+            relations.delete_links_of(self.conn, self.names, keys)
+            relations.recompute_status(self.conn, self.names, released)
         elif logical == "message":
-            self._delete_chunks(names, ("message",), keys)
+            self._delete_chunks(("message",), keys)
         elif logical == "actor_profile":
-            self._delete_chunks(names, ("user_profile", "agent_profile"), keys)
+            self._delete_chunks(("user_profile", "agent_profile"), keys)
         return [k[0] for k in keys]
 
-    def delete_record(self, names: StoreNames, record_type: str, record_id: str) -> int:
+    def delete_record(self, record_type: str, record_id: str) -> int:
         if record_type == "thread":
-            return self.delete_thread(names, record_id)
+            return self.delete_thread(record_id)
         logical = _TABLE_OF_TYPE[record_type]
-        key, params = self._key(names, logical, type_filter=True, record_type=record_type,
+        key, params = self._key(logical, type_filter=True, record_type=record_type,
                                 record_id=record_id)
-        return len(self._delete_where(names, logical, key, params))
+        return len(self._delete_where(logical, key, params))
 
-    def delete_actor_scope(self, names: StoreNames, actor_column: str, actor_id: str) -> None:
+    def delete_actor_scope(self, actor_column: str, actor_id: str) -> None:
         if actor_column not in ("user_id", "agent_id"):
             raise InvalidArgumentError(f"unknown actor column {actor_column!r}")
         column = sql.Identifier(actor_column)
         thread_ids = [r[0] for r in self.conn.execute(
-            sql.SQL("SELECT id FROM {} WHERE {} = %s").format(q.table(names, "thread"), column),
+            sql.SQL("SELECT id FROM {} WHERE {} = %s").format(
+                q.table(self.names, "thread"), column),
             [actor_id],
         ).fetchall()]
         for thread_id in thread_ids:
-            self.delete_thread(names, thread_id)
+            self.delete_thread(thread_id)
         for logical in THREAD_CASCADE:
-            self._delete_where(names, logical, sql.SQL("{} = %s").format(column), [actor_id])
+            self._delete_where(logical, sql.SQL("{} = %s").format(column), [actor_id])
 
-    def delete_thread(self, names: StoreNames, thread_id: str) -> int:
+    def delete_thread(self, thread_id: str) -> int:
         by_thread = sql.SQL("thread_id = %s")
         for logical in THREAD_CASCADE:
-            self._delete_where(names, logical, by_thread, [thread_id])
-        return len(self._delete_where(names, "thread", sql.SQL("id = %s"), [thread_id]))
+            self._delete_where(logical, by_thread, [thread_id])
+        return len(self._delete_where("thread", sql.SQL("id = %s"), [thread_id]))
 
-    def purge_expired(self, names: StoreNames) -> int:
+    def purge_expired(self) -> int:
         expired = sql.SQL("expires_at IS NOT NULL AND expires_at <= now()")
         total = 0
         for logical in EXPIRING_TABLES:
-            removed = len(self._delete_where(names, logical, expired, []))
-            _log.info("purged %d expired rows from %s", removed, names.table(logical))
+            removed = len(self._delete_where(logical, expired, []))
+            _log.info("purged %d expired rows from %s", removed, self.names.table(logical))
             total += removed
         return total
 
     # --- search -------------------------------------------------------------------------
-    def candidate_source(self, names: StoreNames, plan: SearchPlan) -> search.PostgresCandidates:
-        return search.PostgresCandidates(self.conn, names, plan, self.engine.scan_choices,
+    def candidate_source(self, plan: SearchPlan) -> search.PostgresCandidates:
+        return search.PostgresCandidates(self.conn, self.names, plan, self.engine.scan_choices,
                                          search.viewer_key(self.security))
 
-    def select_records_by_keys(self, names: StoreNames, keys: Sequence[tuple[str, str]]
+    def select_records_by_keys(self, keys: Sequence[tuple[str, str]]
                                ) -> dict[tuple[str, str], dict[str, Any]]:
         by_table: dict[str, set[str]] = defaultdict(set)
         for record_type, record_id in keys:
@@ -502,14 +505,14 @@ class PostgresSession(EngineSession):
                 # Ids are unique per owner: a user's own record shadows a global one (read last).
                 rows = cur.execute(
                     sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY user_id NULLS FIRST").format(
-                        sql.SQL(_SELECT[logical]), q.table(names, logical), where),
+                        sql.SQL(_SELECT[logical]), q.table(self.names, logical), where),
                     [sorted(ids)],
                 ).fetchall()
             for row in rows:
                 found[(row["record_type"], row["id"])] = row
         return found
 
-    def select_linked_memories(self, names: StoreNames, ids: Sequence[str],
+    def select_linked_memories(self, ids: Sequence[str],
                                plan: SearchPlan) -> list[dict[str, Any]]:
         types = [t for t in plan.record_types if t in MEMORY_TYPES]
         if not ids or not types:
@@ -530,31 +533,31 @@ class PostgresSession(EngineSession):
         with self.conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(
                 sql.SQL("SELECT {} FROM {} WHERE {}").format(
-                    sql.SQL(_SELECT["memory"]), q.table(names, "memory"),
+                    sql.SQL(_SELECT["memory"]), q.table(self.names, "memory"),
                     sql.SQL(" AND ").join(where)),
                 params,
             ).fetchall()
 
     # --- relations ----------------------------------------------------------------------
-    def memory_types(self, names: StoreNames, ids: Sequence[str]
+    def memory_types(self, ids: Sequence[str]
                      ) -> dict[str, list[tuple[str, str | None]]]:
-        return relations.memory_types(self.conn, names, ids)
+        return relations.memory_types(self.conn, self.names, ids)
 
-    def insert_relations(self, names: StoreNames, rows: Sequence[RelationRow]) -> None:
-        relations.insert_relations(self.conn, names, rows)
+    def insert_relations(self, rows: Sequence[RelationRow]) -> None:
+        relations.insert_relations(self.conn, self.names, rows)
 
-    def select_relations(self, names: StoreNames, query: RelationQuery) -> list[dict[str, Any]]:
-        return relations.select_relations(self.conn, names, query)
+    def select_relations(self, query: RelationQuery) -> list[dict[str, Any]]:
+        return relations.select_relations(self.conn, self.names, query)
 
-    def update_relation(self, names: StoreNames, change: RelationChange) -> bool:
-        return relations.update_relation(self.conn, names, change)
+    def update_relation(self, change: RelationChange) -> bool:
+        return relations.update_relation(self.conn, self.names, change)
 
-    def delete_relations(self, names: StoreNames, relation_ids: Sequence[str]
+    def delete_relations(self, relation_ids: Sequence[str]
                          ) -> list[tuple[str, str]]:
-        return relations.delete_relations(self.conn, names, relation_ids)
+        return relations.delete_relations(self.conn, self.names, relation_ids)
 
-    def recompute_status(self, names: StoreNames, memory_ids: Sequence[str]) -> None:
-        relations.recompute_status(self.conn, names, memory_ids)
+    def recompute_status(self, memory_ids: Sequence[str]) -> None:
+        relations.recompute_status(self.conn, self.names, memory_ids)
 
-    def links_touching(self, names: StoreNames, node_ids: Sequence[str]) -> list[dict[str, Any]]:
-        return relations.links_touching(self.conn, names, node_ids)
+    def links_touching(self, node_ids: Sequence[str]) -> list[dict[str, Any]]:
+        return relations.links_touching(self.conn, self.names, node_ids)
