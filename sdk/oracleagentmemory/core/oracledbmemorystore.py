@@ -65,6 +65,7 @@ from oracleagentmemory.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
     MemoryStoreSchemaError,
+    RecordNotFoundError,
 )
 from oracleagentmemory.filtertree import parse_metadata_filter
 
@@ -596,9 +597,10 @@ class OracleDBMemoryStore(OracleMemoryStore):
                                                      ("target", row.target_id, row.target_type)):
                     found = stored.get(record_id, [])
                     if not found or found[0][0] != record_type:
-                        raise InvalidArgumentError(
+                        raise RecordNotFoundError(
                             f"{side}_record_ids[{n}]: no {record_type} record {record_id!r} "
-                            "exists in this store"
+                            "exists in this store", argument=f"{side}_record_ids[{n}]",
+                            record_id=record_id, record_type=record_type,
                         )
                     if len({owner for _, owner in found if owner is not None}) > 1:
                         raise InvalidArgumentError(
