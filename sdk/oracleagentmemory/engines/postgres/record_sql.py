@@ -1,0 +1,39 @@
+"""SQL pieces shared by reads, updates and deletes: SELECT lists and one record's key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import sql
+
+# SELECT lists per table; every list yields the same neutral keys.
+SELECT_COLUMNS = {
+    "memory": "id, record_type, thread_id, user_id, agent_id, content, NULL::jsonb AS "
+    "content_parts, metadata, coalesce(event_ts, created_at) AS ts, event_ts, status, "
+    "NULL::text AS role, NULL::bigint AS seq_no",
+    "message": "id, 'message' AS record_type, thread_id, user_id, agent_id, content, "
+    "content_parts, metadata, coalesce(event_ts, created_at) AS ts, event_ts, status, role, "
+    "seq_no",
+    "thread_summary": "id, 'thread_summary' AS record_type, thread_id, user_id, agent_id, "
+    "content, NULL::jsonb AS content_parts, metadata, coalesce(event_ts, created_at) AS ts, "
+    "event_ts, status, NULL::text AS role, covered_through_seq_no AS seq_no",
+    "actor_profile": "actor_id AS id, actor_type || '_profile' AS record_type, NULL::text AS "
+    "thread_id, NULL::text AS user_id, NULL::text AS agent_id, content, NULL::jsonb AS "
+    "content_parts, metadata, coalesce(event_ts, created_at) AS ts, event_ts, 'valid' AS "
+    "status, NULL::text AS role, NULL::bigint AS seq_no",
+    "thread": "id, 'thread' AS record_type, id AS thread_id, user_id, agent_id, NULL::text AS "
+    "content, NULL::jsonb AS content_parts, metadata, coalesce(event_ts, created_at) AS ts, "
+    "event_ts, 'valid' AS status, NULL::text AS role, NULL::bigint AS seq_no, runtime_config, "
+    "runtime_state",
+}
+
+
+def record_key(logical: str, *, type_filter: bool, record_type: str,
+               record_id: str) -> tuple[sql.Composable, list[Any]]:
+    """WHERE clause that selects one record of ``record_type``."""
+    if logical == "actor_profile":
+        return sql.SQL("actor_type = %s AND actor_id = %s"), [
+            record_type.removesuffix("_profile"), record_id]
+    if logical == "memory" and type_filter:
+        return sql.SQL("record_type = %s AND id = %s"), [record_type, record_id]
+    return sql.SQL("id = %s"), [record_id]

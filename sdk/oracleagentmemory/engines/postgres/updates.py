@@ -1,0 +1,100 @@
+"""Record updates on PostgreSQL: changed columns, recomputed expiry, replaced retrieval rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.interfaces import UNSET, RowPlan, UpdatePlan, message_body
+from oracleagentmemory.engines.layout import TABLE_OF_TYPE
+from oracleagentmemory.engines.postgres import inserts
+from oracleagentmemory.engines.postgres import names as q
+from oracleagentmemory.engines.postgres.deletes import delete_chunks
+from oracleagentmemory.engines.postgres.record_sql import record_key
+from oracleagentmemory.errors import InvalidArgumentError
+
+
+def _jsonb(value: Any) -> Jsonb | None:
+    return None if value is None else Jsonb(value)
+
+
+def update_record(conn: psycopg.Connection[Any], names: StoreNames, plan: UpdatePlan) -> int:
+    """Apply ``plan`` to one record (and its retrieval rows); returns 0 or 1."""
+    logical = TABLE_OF_TYPE[plan.record_type]
+    table = q.table(names, logical)
+    key, key_params = record_key(logical, type_filter=True,
+                                 record_type=plan.record_type, record_id=plan.record_id)
+    sets: list[sql.Composable] = [sql.SQL("updated_at = now()")]
+    params: list[Any] = []
+    if plan.content is not UNSET:
+        if logical == "thread_summary":
+            sets.append(sql.SQL("content = %s"))
+            params.append(Jsonb(plan.content))
+        elif logical == "message":
+            text, parts = message_body(plan.content)
+            sets.append(sql.SQL("content = %s, content_parts = %s"))
+            params.extend([text, _jsonb(parts)])
+        else:
+            sets.append(sql.SQL("content = %s"))
+            params.append(plan.content)
+    if plan.metadata is not UNSET:
+        sets.append(sql.SQL("metadata = %s"))
+        params.append(_jsonb(plan.metadata))
+    if plan.event_ts is not UNSET:
+        sets.append(sql.SQL("event_ts = %s"))
+        params.append(plan.event_ts)
+    if plan.status is not UNSET:
+        sets.append(sql.SQL("status = %s"))
+        params.append(plan.status)
+    # Days of 24 hours, as on insert: calendar days would follow the session time zone.
+    if plan.ttl_days is not UNSET:
+        if plan.ttl_days is None:
+            sets.append(sql.SQL("expires_at = NULL"))
+        elif plan.anchor_is_timestamp and plan.event_ts is not UNSET:
+            sets.append(
+                sql.SQL("expires_at = %s::timestamptz + make_interval(hours => 24 * %s)"))
+            params.extend([plan.event_ts, plan.ttl_days])
+        elif plan.anchor_is_timestamp:
+            sets.append(sql.SQL("expires_at = event_ts + make_interval(hours => 24 * %s)"))
+            params.append(plan.ttl_days)
+        else:
+            sets.append(sql.SQL("expires_at = created_at + make_interval(hours => 24 * %s)"))
+            params.append(plan.ttl_days)
+    cur = conn.execute(
+        sql.SQL("UPDATE {} SET {} WHERE {} RETURNING {}").format(
+            table, sql.SQL(", ").join(sets), key,
+            sql.SQL("thread_id, user_id, agent_id") if logical != "actor_profile"
+            else sql.SQL("NULL, NULL, NULL"),
+        ),
+        params + key_params,
+    )
+    scope = cur.fetchone()
+    if scope is None:
+        return 0
+    chunks = q.table(names, "record_chunks")
+    chunk_owner = plan.record_id if plan.record_type == "user_profile" else scope[1]
+    if plan.chunks is not UNSET:
+        delete_chunks(conn, names, (plan.record_type,), [(plan.record_id, chunk_owner)])
+        row = RowPlan(record_type=plan.record_type, record_id=plan.record_id, content=None,
+                      thread_id=scope[0], user_id=scope[1], agent_id=scope[2],
+                      chunks=plan.chunks)
+        inserts.insert_chunks(conn, names, [row])
+    elif plan.chunk_vectors is not UNSET:
+        ids = [r[0] for r in conn.execute(
+            sql.SQL("SELECT id FROM {} WHERE record_type = %s AND record_id = %s "
+                    "AND user_id IS NOT DISTINCT FROM %s ORDER BY chunk_no").format(chunks),
+            [plan.record_type, plan.record_id, chunk_owner],
+        ).fetchall()]
+        if len(ids) != len(plan.chunk_vectors):
+            raise InvalidArgumentError(
+                "embedding: vector count does not match the stored chunks")
+        with conn.cursor() as c:
+            c.executemany(
+                sql.SQL("UPDATE {} SET embedding = %s WHERE id = %s").format(chunks),
+                list(zip(plan.chunk_vectors, ids, strict=True)),
+            )
+    return 1
