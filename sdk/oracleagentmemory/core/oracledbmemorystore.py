@@ -20,13 +20,13 @@ from oracleagentmemory.core._relations import (
     relation_from_row,
     resolve_change_labels,
 )
-from oracleagentmemory.core._schema import SchemaRequest, open_schema
 from oracleagentmemory.core._search import (
     SearchArguments,
     base_plan,
     check_search_arguments,
 )
 from oracleagentmemory.core._search_loop import fuse, run_search
+from oracleagentmemory.core._store_open import open_store
 from oracleagentmemory.core._updateplan import plan_update
 from oracleagentmemory.core._validation import (
     check_bool,
@@ -36,18 +36,11 @@ from oracleagentmemory.core._validation import (
 )
 from oracleagentmemory.core._writeplan import Chunker, WriteSettings, check_record_type, plan_add
 from oracleagentmemory.core.chunking import DEFAULT_CHUNKER
-from oracleagentmemory.core.dbschemapolicy import SchemaPolicy, parse_schema_policy
-from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy, parse_enum
+from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
+from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.deepsec.context import active_security_context
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.storebase import OracleMemoryStore
-from oracleagentmemory.engines import make_engine
-from oracleagentmemory.engines.identifiers import (
-    store_names,
-    validate_memory_store_id,
-    validate_schema_owner,
-    validate_table_name_prefix,
-)
 from oracleagentmemory.engines.interfaces import (
     UNSET,
     EndUserContext,
@@ -100,128 +93,16 @@ class OracleDBMemoryStore(OracleMemoryStore):
         *,
         chunker: Chunker | None = DEFAULT_CHUNKER,
     ) -> None:
-        if embedder is not None and not isinstance(embedder, IEmbedder):
-            raise InvalidArgumentTypeError(
-                f"embedder must be an IEmbedder or None, got {type(embedder).__name__}")
-        policy = parse_schema_policy(schema_policy)
-        store_id = None if memory_store_id is NOT_SET_MARKER else validate_memory_store_id(
-            memory_store_id)
-        prefix = None
-        if table_name_prefix is not NOT_SET_MARKER:
-            warnings.warn(
-                "table_name_prefix is deprecated since 26.6.0 and will be removed in 27.1; "
-                "use memory_store_id",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            if store_id is not None:
-                raise InvalidArgumentError(
-                    "pass either memory_store_id or table_name_prefix, not both")
-            prefix = validate_table_name_prefix(table_name_prefix)
-        owner = None if schema_owner is NOT_SET_MARKER else validate_schema_owner(schema_owner)
-        if owner is not None and policy not in (
-            SchemaPolicy.REQUIRE_EXISTING, SchemaPolicy.NO_CHECK
-        ):
-            raise InvalidArgumentError(
-                "schema_owner gives runtime access to an existing store only: use "
-                "SchemaPolicy.REQUIRE_EXISTING or SchemaPolicy.NO_CHECK, and create, upgrade or "
-                f"recreate the store as its owner without schema_owner (got {policy.value})"
-            )
-        strategy = None if search_strategy is NOT_SET_MARKER else parse_enum(
-            SearchStrategy, search_strategy, "search_strategy")
-        sync = SearchIndexSyncMode.ON_COMMIT if search_index_sync is NOT_SET_MARKER else parse_enum(
-            SearchIndexSyncMode, search_index_sync, "search_index_sync")
-        if sync is SearchIndexSyncMode.AUTO and strategy is not SearchStrategy.HYBRID:
-            raise InvalidArgumentError(
-                "search_index_sync=SearchIndexSyncMode.AUTO is supported only with "
-                             "SearchStrategy.HYBRID")
-        dim_given = isinstance(vector_dim, int) and not isinstance(vector_dim, bool)
-        if dim_given:
-            assert isinstance(vector_dim, int)
-            if vector_dim < 1:
-                raise InvalidArgumentError(
-                    f"vector_dim must be a positive integer, got {vector_dim}")
-            if embedder is not None and embedder.embedding_dimension != vector_dim:
-                raise InvalidArgumentError(
-                    f"vector_dim={vector_dim} does not match the embedder's dimension "
-                    f"{embedder.embedding_dimension}"
-                )
-            requested_dim: int | None = vector_dim
-        elif vector_dim is None or vector_dim is NOT_SET_MARKER:
-            wants_vectors = strategy in (None, SearchStrategy.VECTOR, SearchStrategy.HYBRID)
-            requested_dim = embedder.embedding_dimension if embedder and wants_vectors else None
-        else:
-            raise InvalidArgumentTypeError(
-                f"vector_dim must be an int or None, got {type(vector_dim).__name__}")
-        if memory_retention_config is NOT_SET_MARKER:
-            retention = None
-        elif isinstance(memory_retention_config, MemoryRetentionConfig):
-            retention = memory_retention_config.resolved()
-        else:
-            raise InvalidArgumentTypeError(
-                "memory_retention_config must be a MemoryRetentionConfig")
-
-        context = active_security_context()
-        if policy is SchemaPolicy.NO_CHECK and context is None:
-            raise EndUserContextError(
-                "SchemaPolicy.NO_CHECK opens a Deep Data Security runtime store: open it inside "
-                "an active OracleMemoryEndUserSecurityContext"
-            )
-        if policy is not SchemaPolicy.NO_CHECK and context is not None:
-            raise EndUserContextError(
-                f"SchemaPolicy.{policy.name} cannot run inside an end-user security context; "
-                "create, validate or upgrade the store as the admin identity"
-            )
+        opened = open_store(embedder, pool, schema_policy, vector_dim, table_name_prefix,
+                            search_strategy, search_index_sync, memory_retention_config,
+                            memory_store_id, schema_owner, chunker)
         self._embedder = embedder
-        self._policy = policy
-        if chunker is not None and not callable(chunker):
-            raise InvalidArgumentTypeError("chunker must be a TextChunker, a callable or None")
         self._chunker: Chunker | None = chunker
-        self._engine = make_engine(pool)
-        capabilities = self._engine.capabilities
-        try:
-            self._names = store_names(
-                memory_store_id=store_id, table_name_prefix=prefix, schema_owner=owner,
-                fold=capabilities.identifier_fold,
-                max_identifier_length=capabilities.max_identifier_length)
-            registry = open_schema(
-                self._engine,
-                self._names,
-                policy,
-                context,
-                SchemaRequest(
-                    vector_dim=requested_dim,
-                    vector_dim_given=dim_given,
-                    search_mode=strategy.value if strategy else None,
-                    search_index_sync=sync.value,
-                    retention=retention,
-                    latest_version=capabilities.latest_schema_version,
-                    max_indexed_vector_dim=capabilities.max_indexed_vector_dim,
-                ),
-            )
-        except BaseException:
-            self._engine.close()
-            raise
-        if embedder is not None and registry.vector_dim is not None and (
-            embedder.embedding_dimension != registry.vector_dim
-        ):
-            self._engine.close()
-            raise MemoryStoreSchemaError(
-                f"the embedder produces {embedder.embedding_dimension}-dimensional vectors but "
-                f"the store holds {registry.vector_dim}-dimensional vectors"
-            )
-        self._registry = registry
-        self._strategy = strategy or SearchStrategy(registry.search_mode)
-        if (
-            strategy in (SearchStrategy.VECTOR, SearchStrategy.HYBRID)
-            and registry.vector_dim is None
-        ):
-            self._engine.close()
-            raise MemoryStoreSchemaError(
-                f"SearchStrategy.{strategy.name} needs local vector storage, which this store "
-                "does not have; pass vector_dim or an embedder when creating it (or use "
-                "SchemaPolicy.CREATE_IF_NECESSARY with vector_dim to add it)"
-            )
+        self._engine = opened.engine
+        self._names = opened.names
+        self._registry = opened.registry
+        self._policy = opened.policy
+        self._strategy = opened.strategy
 
     # --- properties -----------------------------------------------------------------------
     @property
