@@ -20,7 +20,11 @@ from oracleagentmemory.engines.postgres.filters import (
     render_filter,
     scope_predicates,
 )
-from oracleagentmemory.engines.postgres.record_sql import SELECT_COLUMNS, record_key
+from oracleagentmemory.engines.postgres.record_sql import (
+    SELECT_COLUMNS,
+    newest_oldest_first,
+    record_key,
+)
 
 
 def select_records(conn: psycopg.Connection[Any], names: StoreNames,
@@ -52,18 +56,8 @@ def select_records(conn: psycopg.Connection[Any], names: StoreNames,
     metadata, metadata_params = metadata_predicates(query.metadata_filter)
     where.extend(metadata)
     params.extend(metadata_params)
-    statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY row_seq DESC{}").format(
-        sql.SQL(SELECT_COLUMNS[logical]),
-        q.table(names, logical),
-        sql.SQL(" AND ").join(where) if where else sql.SQL("true"),
-        sql.SQL(" LIMIT %s") if query.limit is not None else sql.SQL(""),
-    )
-    if query.limit is not None:
-        params.append(query.limit)
-    with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute(statement, params).fetchall()
-    rows.reverse()
-    return rows
+    return newest_oldest_first(conn, sql.SQL(SELECT_COLUMNS[logical]), q.table(names, logical),
+                               where, "row_seq", query.limit, params)
 
 
 def select_thread_messages(
@@ -78,18 +72,8 @@ def select_thread_messages(
     if query.range_end_seq_no is not None:
         where.append(sql.SQL("seq_no < %s"))
         params.append(query.range_end_seq_no)
-    statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY seq_no DESC{}").format(
-        sql.SQL(SELECT_COLUMNS["message"]),
-        q.table(names, "message"),
-        sql.SQL(" AND ").join(where),
-        sql.SQL(" LIMIT %s") if query.last_n is not None else sql.SQL(""),
-    )
-    if query.last_n is not None:
-        params.append(query.last_n)
-    with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute(statement, params).fetchall()
-    rows.reverse()
-    return rows
+    return newest_oldest_first(conn, sql.SQL(SELECT_COLUMNS["message"]),
+                               q.table(names, "message"), where, "seq_no", query.last_n, params)
 
 
 def count_chunks(conn: psycopg.Connection[Any], names: StoreNames,

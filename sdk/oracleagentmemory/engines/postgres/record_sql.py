@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import psycopg
 from psycopg import sql
+from psycopg.rows import dict_row
 
 # SELECT lists per table; every list yields the same neutral keys.
 SELECT_COLUMNS = {
@@ -37,3 +40,20 @@ def record_key(logical: str, *, type_filter: bool, record_type: str,
     if logical == "memory" and type_filter:
         return sql.SQL("record_type = %s AND id = %s"), [record_type, record_id]
     return sql.SQL("id = %s"), [record_id]
+
+
+def newest_oldest_first(conn: psycopg.Connection[Any], columns: sql.Composable,
+                        table: sql.Composable, where: Sequence[sql.Composable],
+                        order_column: str, limit: int | None,
+                        params: list[Any]) -> list[dict[str, Any]]:
+    """The newest ``limit`` rows (all when ``None``) by ``order_column``, returned oldest first."""
+    statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {} DESC{}").format(
+        columns, table, sql.SQL(" AND ").join(where) if where else sql.SQL("true"),
+        sql.Identifier(order_column),
+        sql.SQL(" LIMIT %s") if limit is not None else sql.SQL(""),
+    )
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(statement, [*params, *([limit] if limit is not None else [])]
+                           ).fetchall()
+    rows.reverse()
+    return rows

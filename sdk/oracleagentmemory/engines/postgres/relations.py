@@ -15,6 +15,7 @@ from oracleagentmemory.engines.interfaces import UNSET, RelationChange, Relation
 from oracleagentmemory.engines.layout import LIFECYCLE_RELATION_TYPES
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.filters import metadata_predicates
+from oracleagentmemory.engines.postgres.record_sql import newest_oldest_first
 from oracleagentmemory.errors import DuplicateRelationError
 
 LIFECYCLE_TYPES = sorted(LIFECYCLE_RELATION_TYPES)
@@ -78,17 +79,8 @@ def select_relations(conn: psycopg.Connection[Any], names: StoreNames,
     metadata, metadata_params = metadata_predicates(query.metadata_filter)
     where.extend(metadata)
     params.extend(metadata_params)
-    statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY row_seq DESC{}").format(
-        _COLUMNS, q.table(names, "memory_link"),
-        sql.SQL(" AND ").join(where) if where else sql.SQL("true"),
-        sql.SQL(" LIMIT %s") if query.limit is not None else sql.SQL(""),
-    )
-    if query.limit is not None:
-        params.append(query.limit)
-    with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute(statement, params).fetchall()
-    rows.reverse()
-    return rows
+    return newest_oldest_first(conn, _COLUMNS, q.table(names, "memory_link"), where, "row_seq",
+                               query.limit, params)
 
 
 def update_relation(conn: psycopg.Connection[Any], names: StoreNames,
