@@ -135,7 +135,10 @@ class PostgresCandidates(CandidateSource):
             statement = _limited(_keyword_arms(self._names, plan, budget, params), budget)
         else:
             statement = _hybrid(self._names, plan, budget, exact, params, scoped)
-        rows = self._conn.execute(statement, params).fetchall()
+        if exact and scoped:
+            rows = _without_bitmap_scans(self._conn, statement, params)
+        else:
+            rows = self._conn.execute(statement, params).fetchall()
         if plan.mode != "hybrid":
             return CandidateRound(sides=([(r[0], r[1], float(r[2])) for r in rows],),
                                   exact=exact)
@@ -143,6 +146,26 @@ class PostgresCandidates(CandidateSource):
         for side, record_type, record_id, distance in rows:
             sides[side].append((record_type, record_id, float(distance)))
         return CandidateRound(sides=sides, exact=exact)
+
+
+def _without_bitmap_scans(conn: psycopg.Connection[Any], statement: sql.Composed,
+                          params: list[Any]) -> list[tuple[Any, ...]]:
+    """Run a scoped exact statement with bitmap scans off for it alone, in one round trip.
+
+    Under row-level security the ORed policies (own rows, or global ones) make the planner
+    combine two bitmap index scans, which must read every chunk's heap page; without bitmap
+    scans it reads the user's vectors from the scope index alone (an index-only scan, the
+    policies checked on the index's ``user_id`` and ``record_type``).
+    """
+    with conn.pipeline():
+        # The caller's value is kept in a transaction-local placeholder and restored after.
+        conn.execute("SELECT set_config('oam_search.enable_bitmapscan', "
+                     "current_setting('enable_bitmapscan'), true), "
+                     "set_config('enable_bitmapscan', 'off', true)")
+        cur = conn.execute(statement, params)
+        conn.execute("SELECT set_config('enable_bitmapscan', "
+                     "current_setting('oam_search.enable_bitmapscan'), true)")
+    return cur.fetchall()
 
 
 def _few_scoped_chunks(conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan,
