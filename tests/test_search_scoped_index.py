@@ -152,3 +152,48 @@ def test_row_security_still_applies_to_the_scoped_index_search(dds: Any) -> None
         mine = store.search(None, 5, query_vector=query, user_id="alice",
                             exact_user_match=True, record_types={"memory"})
         assert [record.id for record, _ in mine] == ["a1"]
+
+
+def test_an_end_users_scoped_search_reads_the_scope_index_alone(dds: Any) -> None:
+    """Under row-level security too, the scoped exact statement is an index-only scan."""
+    from dds import OWNER
+    from oracleagentmemory.engines.identifiers import store_names
+
+    store_id = dds.new_store(vector_dim=8)
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((4000, 8)).astype(np.float32)
+    users = ["alice" if n < 400 else f"other{n % 9}" for n in range(4000)]
+    with dds.owner_store(store_id) as owner:
+        owner.add([f"m{n}" for n in range(4000)], "memory", user_ids=users,
+                  embeddings=list(vectors))
+    with psycopg.connect(dds.owner_url, autocommit=True) as conn:
+        for logical in ("memory", "record_chunks"):
+            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(
+                sql.Identifier(OWNER, f"{store_id}_{logical}")))
+    names = store_names(memory_store_id=store_id, table_name_prefix=None, schema_owner=OWNER,
+                        fold="lower")
+    plan = SearchPlan(mode="vector", k=10, record_types=("memory",), scope={"user_id": "alice"})
+    plan.vector = vectors[0]
+    params: list[Any] = []
+    statement = sql.SQL("EXPLAIN (ANALYZE, COSTS OFF) ") + pg_search._limited(
+        pg_search._vector_arms(names, plan, 40, True, params, True), 40)
+
+    def explain(without_bitmaps: bool) -> str:
+        with psycopg.connect(dds.runtime_url) as conn, conn.transaction():
+            register_vector(conn)
+            conn.execute("SELECT oam_sec.apply_assertion(%s)", [dds.context("alice").assertion()])
+            rows = (pg_search._without_bitmap_scans(conn, statement, params) if without_bitmaps
+                    else conn.execute(statement, params).fetchall())
+            assert conn.execute("SHOW enable_bitmapscan").fetchone() == ("on",)  # restored
+        return "\n".join(str(r[0]) for r in rows)
+
+    assert "Index Only Scan" in explain(True)
+    assert "Bitmap" not in explain(True)
+    # The statement itself runs without bitmap scans; the caller's setting holds around it.
+    with psycopg.connect(dds.runtime_url) as conn, conn.transaction():
+        show = sql.SQL("SHOW enable_bitmapscan")
+        assert pg_search._without_bitmap_scans(conn, show, []) == [("off",)]
+        assert conn.execute(show).fetchone() == ("on",)
+        conn.execute("SET LOCAL enable_bitmapscan = off")
+        pg_search._without_bitmap_scans(conn, show, [])
+        assert conn.execute(show).fetchone() == ("off",)  # a caller's own value is kept

@@ -148,7 +148,7 @@ class PostgresCandidates(CandidateSource):
         return CandidateRound(sides=sides, exact=exact)
 
 
-def _without_bitmap_scans(conn: psycopg.Connection[Any], statement: sql.Composed,
+def _without_bitmap_scans(conn: psycopg.Connection[Any], statement: sql.SQL | sql.Composed,
                           params: list[Any]) -> list[tuple[Any, ...]]:
     """Run a scoped exact statement with bitmap scans off for it alone, in one round trip.
 
