@@ -416,7 +416,7 @@ def round_trips(env: DdsEnvironment, corpus: Corpus, dim: int) -> RoundTrips:
         with in_scope(sides, sides.on) as store:
             operation("list", store, corpus.user, corpus.user_ids[0], vector)
         list_query = next((q, p) for q, p in Recorder.sent
-                          if "ORDER BY row_seq" in _text(q))
+                          if "row_seq" in _text(q) and "ORDER BY" in _text(q))
     finally:
         sides.close()
     return RoundTrips(found, list_query)
