@@ -12,8 +12,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import io
-import itertools
 import json
 import os
 import re
@@ -23,15 +21,14 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from cli_harness import SECRET_ENV, Cli, Result, cli, unique
 from dds import IDP, OWNER, TEST_PASSWORD, url_as
-from oracleagentmemory.admin_cli.main import main
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import (
     IdentityProviderUser,
@@ -41,20 +38,7 @@ from oracleagentmemory.core.deepsec import (
 from oracleagentmemory.engines.postgres import deepsec_admin
 from oracleagentmemory.errors import SecurityContextError
 
-_ids = itertools.count(1)
-_SECRET_ENV = ("OAM_ADMIN_URL", "OAM_RUNTIME_PASSWORD")
-
-
-def unique(prefix: str) -> str:
-    """A name unique within the test session (store ids stay within 16 characters)."""
-    return f"{prefix}{os.getpid() % 1000}_{next(_ids)}"
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
+_SECRET_ENV = SECRET_ENV
 
 
 def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> Result:
@@ -68,23 +52,7 @@ def run_cli(*args: str, stdin: str | None = None, env: dict[str, str] | None = N
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
-Cli = Callable[..., Result]
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
-    """Run ``oam-admin`` in-process through ``main(argv)``."""
-    for name in _SECRET_ENV:
-        monkeypatch.delenv(name, raising=False)
-
-    def run(*args: str, stdin: str = "") -> Result:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        capsys.readouterr()
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return Result(code, out, err)
-
-    return run
+__all__ = ["cli"]  # the fixture, re-exported for pytest
 
 
 def assert_one_line_error(result: Result, code: int, fragment: str) -> None:

@@ -10,22 +10,17 @@ runtime keeps working when it re-applies the policies).
 from __future__ import annotations
 
 import argparse
-import io
-import itertools
-import os
 import secrets
 import socket
-import sys
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
+from cli_harness import Cli, cli, one_error, unique
 from dds import OWNER, SECADMIN, TEST_PASSWORD, url_as
 from oracleagentmemory import __version__
-from oracleagentmemory.admin_cli.main import build_parser, main
+from oracleagentmemory.admin_cli.main import build_parser
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import (
     OracleMemoryEndUserSecurityContext,
@@ -33,55 +28,7 @@ from oracleagentmemory.core.deepsec import (
 )
 from oracleagentmemory.errors import SecurityContextError
 
-_ids = itertools.count(1)
-_SECRET_ENV = ("OAM_ADMIN_URL", "OAM_RUNTIME_PASSWORD")
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}{os.getpid() % 1000}_{next(_ids)}"
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-    seconds: float
-
-
-Cli = Callable[..., Result]
-
-
-@pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
-    """Run ``oam-admin`` in-process; ``env`` sets environment variables for the call."""
-    for name in _SECRET_ENV:
-        monkeypatch.delenv(name, raising=False)
-
-    def run(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> Result:
-        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-        for key, value in (env or {}).items():
-            monkeypatch.setenv(key, value)
-        capsys.readouterr()
-        started = time.monotonic()
-        code = main(list(args))
-        seconds = time.monotonic() - started
-        for key in env or {}:
-            monkeypatch.delenv(key)
-        out, err = capsys.readouterr()
-        return Result(code, out, err, seconds)
-
-    return run
-
-
-def one_error(result: Result, code: int, fragment: str) -> str:
-    """The command failed with ``code`` and exactly one ``error:`` line containing ``fragment``."""
-    assert result.code == code, result
-    errors = [line for line in result.err.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1, result.err
-    assert fragment in errors[0], result.err
-    assert "Traceback" not in result.err
-    return errors[0]
+__all__ = ["cli"]  # the fixture, re-exported for pytest
 
 
 # --- conventions -----------------------------------------------------------------------------
