@@ -51,14 +51,6 @@ class PendingRecordBatch:
     ttl_anchor: Omittable[OneOrEach[TimeToLiveAnchor]] = NOT_SET_MARKER
     statuses: Omittable[OneOrEach[RecordStatus]] = NOT_SET_MARKER
 
-    def add_arguments(self) -> dict[str, Any]:
-        """The batch as keyword arguments of ``add`` (omitted fields left out)."""
-        return {
-            name: value
-            for name, value in vars(self).items()
-            if value is not NOT_SET_MARKER
-        }
-
 
 class IMemoryStore(ABC):
     """Persists records and finds them again.

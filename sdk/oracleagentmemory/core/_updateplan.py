@@ -22,7 +22,7 @@ from oracleagentmemory.core._writeplan import (
     retrieval_chunks,
     summary_content,
 )
-from oracleagentmemory.core.retention import resolve_ttl_days
+from oracleagentmemory.core.retention import expiry, resolve_ttl_days
 from oracleagentmemory.engines.interfaces import UNSET, ChunkRow, UpdatePlan, Vector
 from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
@@ -36,7 +36,8 @@ class PendingUpdate:
     """An update plan plus what must be read from the database before it is applied."""
 
     plan: UpdatePlan
-    needs_stored_event_ts: bool = False
+    ttl_days_after_stored_event_ts: int | None = None
+    """Set when the new expiry is anchored at the event time the record already has."""
     existing_row_vectors: list[Vector | None] | None = None
     """Vectors for the record's existing retrieval rows (embedding-only updates)."""
     clear_existing_vectors: bool = False
@@ -199,13 +200,15 @@ def _ttl(settings: WriteSettings, pending: PendingUpdate, given: dict[str, Any])
         raise InvalidArgumentError(f"ttl_days/ttl_anchor: {plan.record_type} records do not expire")
     ttl = resolve_ttl_days(given.get("ttl_days", NOT_SET_MARKER), settings.default_ttl_days,
                            settings.max_ttl_days)
-    plan.ttl_days = ttl
-    plan.anchor_is_timestamp = check_anchor(given.get("ttl_anchor", NOT_SET_MARKER), "ttl_anchor")
-    if plan.anchor_is_timestamp and ttl is not None:
-        if plan.event_ts is UNSET:
-            pending.needs_stored_event_ts = True
-        elif plan.event_ts is None:
-            raise InvalidArgumentError(
-                "ttl_anchor=TimeToLiveAnchor.TIMESTAMP needs a timestamp, but timestamp=None "
-                "clears it"
-            )
+    anchored = check_anchor(given.get("ttl_anchor", NOT_SET_MARKER), "ttl_anchor")
+    if not anchored or ttl is None:
+        plan.expiry = expiry(ttl, None)
+    elif plan.event_ts is UNSET:
+        pending.ttl_days_after_stored_event_ts = ttl
+    elif plan.event_ts is None:
+        raise InvalidArgumentError(
+            "ttl_anchor=TimeToLiveAnchor.TIMESTAMP needs a timestamp, but timestamp=None "
+            "clears it"
+        )
+    else:
+        plan.expiry = expiry(ttl, plan.event_ts)

@@ -30,7 +30,7 @@ from oracleagentmemory.core._validation import (
     to_vector,
 )
 from oracleagentmemory.core.dbsearch import parse_enum
-from oracleagentmemory.core.retention import resolve_ttl_days
+from oracleagentmemory.core.retention import expiry, resolve_ttl_days
 from oracleagentmemory.engines.interfaces import ChunkRow, RowPlan, Vector
 from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
@@ -206,7 +206,7 @@ def plan_add(settings: WriteSettings, contents: object, record_type: object, *,
     return [
         RowPlan(record_type=record_type, record_id=record_id, content=content, thread_id=thread,
                 user_id=user, agent_id=agent, role=role, event_ts=timestamp, metadata=meta,
-                ttl_days=ttl, anchor_is_timestamp=anchor, status=status, chunks=chunks)
+                expiry=expiry(ttl, timestamp if anchor else None), status=status, chunks=chunks)
         for record_id, content, thread, user, agent, role, timestamp, meta, ttl, anchor, status,
         chunks in zip(ids, content_col, thread_col, user_col, agent_col, role_col, timestamp_col,
                       metadata_col, ttl_col, anchor_col, status_col, chunk_col, strict=True)

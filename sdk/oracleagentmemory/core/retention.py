@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
+from oracleagentmemory.engines.interfaces import Expiry, ExpiryAnchor
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 
@@ -67,3 +69,16 @@ def resolve_ttl_days(
         )
         return max_ttl_days
     return ttl_days
+
+
+def expiry(ttl_days: int | None, timestamp_anchor: datetime | None) -> Expiry | None:
+    """The expiry of a record living ``ttl_days`` (``None``: never expires).
+
+    A day is 24 hours, whatever the session time zone. The lifetime starts at
+    ``timestamp_anchor`` (the record's event time, for ``TimeToLiveAnchor.TIMESTAMP``) or, when
+    that is ``None``, at the record's creation.
+    """
+    if ttl_days is None:
+        return None
+    anchor = ExpiryAnchor.RECORD_CREATION if timestamp_anchor is None else timestamp_anchor
+    return Expiry(timedelta(hours=24 * ttl_days), anchor)

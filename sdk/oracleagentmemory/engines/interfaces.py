@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from enum import Enum
 from typing import Any, Final, Literal, TypeVar, Union
 
@@ -155,6 +155,28 @@ class ChunkRow:
     vector: Vector | None
 
 
+class ExpiryAnchor(Enum):
+    """An expiry anchor that only the database knows."""
+
+    RECORD_CREATION = "record_creation"
+    """When the record was created: the inserting transaction's time."""
+
+
+@dataclass(frozen=True)
+class Expiry:
+    """When a record expires: ``lifetime`` after ``anchor``. Core decides both; an engine only
+    resolves :attr:`ExpiryAnchor.RECORD_CREATION` (see :meth:`instant`)."""
+
+    lifetime: timedelta
+    anchor: datetime | ExpiryAnchor
+
+    def instant(self, created_at: datetime) -> datetime:
+        """The expiry instant of a record created at ``created_at``, in UTC (elapsed time:
+        adding to a zoned wall clock would shift by a daylight-saving change)."""
+        base = created_at if isinstance(self.anchor, ExpiryAnchor) else self.anchor
+        return base.astimezone(timezone.utc) + self.lifetime
+
+
 @dataclass
 class RowPlan:
     """One record to insert."""
@@ -168,8 +190,8 @@ class RowPlan:
     role: str | None = None
     event_ts: datetime | None = None
     metadata: dict[str, Any] | None = None
-    ttl_days: int | None = None
-    anchor_is_timestamp: bool = False
+    expiry: Expiry | None = None
+    """``None``: the record never expires."""
     status: str = "valid"
     seq_no: int = 0
     """Assigned by the engine for messages (per-thread order, from 0)."""
@@ -186,9 +208,8 @@ class UpdatePlan:
     metadata: OrUnset[dict[str, Any] | None] = UNSET
     event_ts: OrUnset[datetime | None] = UNSET
     status: OrUnset[str] = UNSET
-    ttl_days: OrUnset[int | None] = UNSET
-    """``int`` or ``None`` (no expiry): recompute expiry; ``UNSET``: keep it."""
-    anchor_is_timestamp: bool = False
+    expiry: OrUnset[Expiry | None] = UNSET
+    """``Expiry`` or ``None`` (never expires): replace the expiry; ``UNSET``: keep it."""
     chunks: OrUnset[list[ChunkRow]] = UNSET
     """``list[ChunkRow]``: replace the retrieval rows; ``UNSET``: keep them."""
     chunk_vectors: OrUnset[list[Vector | None]] = UNSET

@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import nullcontext
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cache, lru_cache
 from itertools import islice
 from typing import Any
@@ -74,7 +74,7 @@ def insert_rows(conn: psycopg.Connection[Any], names: StoreNames, rows: Sequence
     by_table: dict[str, list[RowPlan]] = {}
     for row in rows:
         by_table.setdefault(TABLE_OF_TYPE[row.record_type], []).append(row)
-    needs_now = any(r.ttl_days is not None for r in rows)
+    needs_now = any(r.expiry is not None for r in rows)
     bulk, now = False, None
     if len(rows) > batch_size:
         rls, now = _row_security_and_now(conn, names, [*by_table, "record_chunks"])
@@ -246,16 +246,11 @@ def _jsonb(value: Any) -> Jsonb | None:
 
 
 def _expiry(rows: list[RowPlan], now: datetime | None) -> list[datetime | None]:
-    """Expiry instants: ``ttl_days`` days of 24 hours after the event time or ``now``."""
-    if all(r.ttl_days is None for r in rows):
+    """Expiry instants; ``now`` (the transaction time) is when these records are created."""
+    if all(r.expiry is None for r in rows):
         return [None] * len(rows)
     assert now is not None
-    expires: list[datetime | None] = []
-    for r in rows:
-        anchor = r.event_ts if r.anchor_is_timestamp else now
-        expires.append(None if r.ttl_days is None or anchor is None
-                       else anchor + timedelta(days=r.ttl_days))
-    return expires
+    return [None if r.expiry is None else r.expiry.instant(now) for r in rows]
 
 
 def record_rows(logical: str, rows: list[RowPlan], now: datetime | None

@@ -53,15 +53,6 @@ class PostgresSession(EngineSession):
         self.names = names
         self.security = security
         """The end-user context applied to this transaction, if any."""
-        self._now: datetime | None = None
-
-    def now(self) -> datetime:
-        """Transaction start time (the value of ``now()`` and of default ``created_at``)."""
-        if self._now is None:
-            row = self.conn.execute("SELECT now()").fetchone()
-            assert row is not None
-            self._now = row[0]
-        return self._now
 
     # --- schema lifecycle ---------------------------------------------------------------
     def lock_store(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -50,20 +51,15 @@ def update_record(conn: psycopg.Connection[Any], names: StoreNames, plan: Update
     if plan.status is not UNSET:
         sets.append(sql.SQL("status = %s"))
         params.append(plan.status)
-    # Days of 24 hours, as on insert: calendar days would follow the session time zone.
-    if plan.ttl_days is not UNSET:
-        if plan.ttl_days is None:
+    if plan.expiry is not UNSET:
+        if plan.expiry is None:
             sets.append(sql.SQL("expires_at = NULL"))
-        elif plan.anchor_is_timestamp and plan.event_ts is not UNSET:
-            sets.append(
-                sql.SQL("expires_at = %s::timestamptz + make_interval(hours => 24 * %s)"))
-            params.extend([plan.event_ts, plan.ttl_days])
-        elif plan.anchor_is_timestamp:
-            sets.append(sql.SQL("expires_at = event_ts + make_interval(hours => 24 * %s)"))
-            params.append(plan.ttl_days)
+        elif isinstance(plan.expiry.anchor, datetime):
+            sets.append(sql.SQL("expires_at = %s"))
+            params.append(plan.expiry.instant(plan.expiry.anchor))
         else:
-            sets.append(sql.SQL("expires_at = created_at + make_interval(hours => 24 * %s)"))
-            params.append(plan.ttl_days)
+            sets.append(sql.SQL("expires_at = created_at + make_interval(secs => %s)"))
+            params.append(plan.expiry.lifetime.total_seconds())
     cur = conn.execute(
         sql.SQL("UPDATE {} SET {} WHERE {} RETURNING {}").format(
             table, sql.SQL(", ").join(sets), key,

@@ -1,0 +1,90 @@
+"""The read methods of the database store: get, list, a thread's messages."""
+
+from __future__ import annotations
+
+import builtins
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
+from oracleagentmemory.apis.records import PROFILE_TYPES, MessageRecord, Record
+from oracleagentmemory.core._records import record_from_row
+from oracleagentmemory.core._validation import (
+    check_bool,
+    check_limit,
+    check_required_id,
+    check_seq_no,
+)
+from oracleagentmemory.core._writeplan import check_record_type
+from oracleagentmemory.engines.interfaces import EngineSession, MessageQuery, RecordQuery
+from oracleagentmemory.errors import InvalidArgumentError
+from oracleagentmemory.filtertree import parse_metadata_filter
+
+
+class StoreReads:
+    """Record reads; the store supplies :meth:`_session`."""
+
+    if TYPE_CHECKING:
+        def _session(self) -> AbstractContextManager[EngineSession]:
+            raise NotImplementedError
+
+    def get(self, record_type: str, record_id: str,
+            include_bytes: Any = NOT_SET_MARKER) -> Record | None:
+        """Return the visible record ``record_id`` of ``record_type``, or ``None``."""
+        record_type = check_record_type(record_type)
+        check_required_id(record_id, "record_id")
+        if include_bytes is not NOT_SET_MARKER:
+            check_bool(include_bytes, "include_bytes")
+        with self._session() as session:
+            rows = session.select_records(
+                RecordQuery(record_type=record_type, record_id=record_id, limit=1))
+        return record_from_row(rows[0]) if rows else None
+
+    def list(self, record_type: str, limit: Any = NOT_SET_MARKER, thread_id: Any = NOT_SET_MARKER,
+             user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
+             metadata_filter: Any = NOT_SET_MARKER, include_bytes: Any = NOT_SET_MARKER,
+             record_id: Any = NOT_SET_MARKER) -> builtins.list[Record]:
+        """List the most recent visible records of one type, oldest first."""
+        record_type = check_record_type(record_type)
+        effective_limit = MAX_LIST_LIMIT if limit is NOT_SET_MARKER else check_limit(limit, "limit")
+        if record_type == "thread" and thread_id is not NOT_SET_MARKER:
+            raise InvalidArgumentError(
+                "thread_id must not be set when listing threads; use record_id")
+        query = RecordQuery(record_type=record_type, limit=effective_limit)
+        if record_type not in PROFILE_TYPES:
+            for argument, value in (("thread_id", thread_id), ("user_id", user_id),
+                                    ("agent_id", agent_id)):
+                if value is not NOT_SET_MARKER:
+                    if value is not None:
+                        check_required_id(value, argument)
+                    setattr(query, argument, value)
+        if record_id is not NOT_SET_MARKER:
+            query.record_id = check_required_id(record_id, "record_id")
+        if metadata_filter is None:
+            query.metadata_filter = None
+        elif metadata_filter is not NOT_SET_MARKER:
+            query.metadata_filter = parse_metadata_filter(metadata_filter)
+        if include_bytes is not NOT_SET_MARKER:
+            check_bool(include_bytes, "include_bytes")
+        with self._session() as session:
+            rows = session.select_records(query)
+        return [record_from_row(r) for r in rows]
+
+    def list_thread_messages(self, thread_id: str, last_n: int | None = None,
+                             range_start_seq_no: int | None = None,
+                             range_end_seq_no: int | None = None,
+                             include_bytes: Any = NOT_SET_MARKER) -> builtins.list[MessageRecord]:
+        """A thread's visible messages in sequence order (``last_n`` within the range)."""
+        query = MessageQuery(
+            thread_id=check_required_id(thread_id, "thread_id"),
+            last_n=check_limit(last_n, "last_n"),
+            range_start_seq_no=check_seq_no(range_start_seq_no, "range_start_seq_no"),
+            range_end_seq_no=check_seq_no(range_end_seq_no, "range_end_seq_no"),
+        )
+        if include_bytes is not NOT_SET_MARKER:
+            check_bool(include_bytes, "include_bytes")
+        with self._session() as session:
+            rows = session.select_thread_messages(query)
+        records = [record_from_row(r) for r in rows]
+        return [r for r in records if isinstance(r, MessageRecord)]
