@@ -2,7 +2,13 @@
 
 from oracleagentmemory.apis.embedders import IEmbedder
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, IMemoryStore, PendingRecordBatch
-from oracleagentmemory.apis.message import ImageMimeType, MessageContent, TextContent
+from oracleagentmemory.apis.message import (
+    ImageContent,
+    ImageMimeType,
+    Message,
+    MessageContent,
+    TextContent,
+)
 from oracleagentmemory.apis.records import (
     MEMORY_TYPES,
     AgentProfileRecord,
@@ -30,7 +36,9 @@ __all__ = [
     "GuidelineRecord",
     "IEmbedder",
     "IMemoryStore",
+    "ImageContent",
     "ImageMimeType",
+    "Message",
     "MemoryRecord",
     "MessageContent",
     "MessageRecord",
