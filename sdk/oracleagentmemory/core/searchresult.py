@@ -166,7 +166,7 @@ class OracleSearchResult(SearchResult):
     _linked_results: list[tuple[RecordRelation, SearchResult]]
 
     def __init__(self, distance: float, record: Record, *, id: str | None = None,
-                 linked_results: list[tuple[RecordRelation, SearchResult]] | None = None,
+                 linked_results: Sequence[tuple[RecordRelation, SearchResult]] | None = None,
                  format_config: SearchResultFormatConfig = OracleSearchResultFormatConfig(),
                  ) -> None:
         if isinstance(distance, bool) or not isinstance(distance, Real):
