@@ -224,7 +224,7 @@ class Llm(ILlm):
             text, truncated = _chat_text(answer)
         if schema is None:
             return LlmResponse(text)
-        return LlmResponse(_json_document(text, truncated))
+        return LlmResponse(structured_answer_text(text, truncated))
 
 
 def _schema_name(schema: JsonSchema) -> str:
@@ -287,8 +287,11 @@ def _responses_text(answer: Any) -> tuple[str, bool]:
     return "".join(texts), answer.get("status") == "incomplete"
 
 
-def _json_document(text: str, truncated: bool) -> str:
-    """``text`` as a JSON document (a fenced block unwrapped), else LlmResponseFormatError."""
+def structured_answer_text(text: str, truncated: bool = False) -> str:
+    """``text`` as a JSON document (a fenced block unwrapped), else LlmResponseFormatError.
+
+    ``truncated`` says the answer was cut at the token limit (the error then says so).
+    """
     stripped = text.strip()
     fenced = _FENCE.match(stripped)
     if fenced:
