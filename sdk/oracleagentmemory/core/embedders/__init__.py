@@ -1,7 +1,8 @@
 """Embedders: a local baseline and an HTTP client for OpenAI-compatible services."""
 
+from oracleagentmemory.core.embedders.embedder import Embedder
 from oracleagentmemory.core.embedders.hashing import HashingEmbedder
 from oracleagentmemory.core.embedders.openai_compatible import OpenAICompatibleEmbedder
 from oracleagentmemory.errors import EmbeddingServiceError
 
-__all__ = ["EmbeddingServiceError", "HashingEmbedder", "OpenAICompatibleEmbedder"]
+__all__ = ["Embedder", "EmbeddingServiceError", "HashingEmbedder", "OpenAICompatibleEmbedder"]
