@@ -30,6 +30,10 @@ from oracleagentmemory.core._pruning import (
     probe_regions,
     protected_count,
 )
+from oracleagentmemory.core._searchconfig_payload import (
+    search_config_from_payload,
+    search_config_to_payload,
+)
 from oracleagentmemory.core._tokens import apply_token_budget, estimate_tokens
 from oracleagentmemory.core.searchconfig import (
     MemorySearchConfig,
@@ -460,3 +464,47 @@ def test_pruning_an_empty_or_fully_protected_list_calls_no_judge() -> None:
     assert run(apply_post_search(config, "q", [])) == []
     assert ids(run(apply_post_search(config, "q", candidates("only")))) == ["m0"]
     assert judge.shown == []
+
+
+# --- payloads ----------------------------------------------------------------------------------
+
+
+def test_payload_round_trip_takes_the_models_from_the_live_fallback() -> None:
+    judge, reranker = KeywordJudge(), LengthReranker()
+    live = PruningMemorySearchConfig(pruner=judge, reranker=reranker)
+    stored = PruningMemorySearchConfig(pruner=KeywordJudge(), reranker=LengthReranker(),
+                                       evaluation_mode=PruningEvaluationMode.EXTENDED,
+                                       num_probe_points=4, protected_fraction=0.2,
+                                       token_budget=500)
+    payload = search_config_to_payload(stored)
+    assert payload == {"type": "pruning", "token_budget": 500, "evaluation_mode": "extended",
+                       "num_probe_points": 4, "protected_fraction": 0.2,
+                       "has_reranker": True, "has_pruner": True}
+    assert json.loads(json.dumps(payload)) == payload
+    rebuilt = search_config_from_payload(payload, live)
+    assert isinstance(rebuilt, PruningMemorySearchConfig)
+    assert (rebuilt.pruner, rebuilt.reranker) == (judge, reranker)
+    assert rebuilt.evaluation_mode is PruningEvaluationMode.EXTENDED
+    assert (rebuilt.num_probe_points, rebuilt.protected_fraction, rebuilt.token_budget) == (
+        4, 0.2, 500)
+
+
+def test_payloads_of_the_other_kinds() -> None:
+    fallback = MemorySearchConfig()
+    top = TopKMemorySearchConfig(max_results=3, soft_token_budget=50)
+    assert search_config_to_payload(top) == {"type": "top_k", "soft_token_budget": 50,
+                                             "max_results": 3, "has_reranker": False}
+    assert search_config_from_payload(search_config_to_payload(top), fallback) == top
+    plain = MemorySearchConfig(token_budget=9)
+    assert search_config_to_payload(plain) == {"type": "memory", "token_budget": 9}
+    assert search_config_from_payload({"type": "memory", "token_budget": 9}, fallback) == plain
+
+
+@pytest.mark.parametrize("payload", [
+    None, [], {}, {"type": "other"}, {"type": "top_k", "max_results": 0},
+    {"type": "top_k", "max_results": "3"}, {"type": "pruning"},
+    {"type": "top_k", "has_reranker": True},
+])
+def test_payloads_that_cannot_be_honoured_give_the_fallback(payload: object) -> None:
+    fallback = TopKMemorySearchConfig(max_results=8)
+    assert search_config_from_payload(payload, fallback) is fallback
