@@ -74,6 +74,16 @@ class RecordNotFoundError(InvalidArgumentError):
     code = "record_not_found"
 
 
+class RecordKeyError(RecordNotFoundError, KeyError):
+    """A client lookup by id found no visible record (also a ``KeyError``, as the spec has it:
+    unknown threads, a thread's unknown messages, unknown memories)."""
+
+    code = "record_key_not_found"
+
+    def __str__(self) -> str:  # a plain KeyError would show the message quoted
+        return self.message
+
+
 class NotPermittedError(OracleAgentMemoryError, RuntimeError):
     """The database's row security refused a write (the policies do not allow this row)."""
 
@@ -132,6 +142,12 @@ class UnsupportedEngineError(OracleAgentMemoryError, NotImplementedError):
     code = "unsupported_engine"
 
 
+class UnsupportedFeatureError(OracleAgentMemoryError, NotImplementedError):
+    """A feature the spec defines that this release does not provide yet."""
+
+    code = "unsupported_feature"
+
+
 class EmbeddingServiceError(OracleAgentMemoryError, RuntimeError):
     """An embedding service failed or answered something that is not a valid embedding."""
 
@@ -151,7 +167,9 @@ __all__ = [
     "NotPermittedError",
     "OperationTimeoutError",
     "OracleAgentMemoryError",
+    "RecordKeyError",
     "RecordNotFoundError",
     "SecurityContextError",
     "UnsupportedEngineError",
+    "UnsupportedFeatureError",
 ]

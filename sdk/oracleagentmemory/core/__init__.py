@@ -2,12 +2,30 @@
 
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
+from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
+from oracleagentmemory.core.memoryextraction import (
+    BackgroundExtractionQueueFullBehavior,
+    MemoryExtractionConfig,
+    MemoryExtractionImageContext,
+    MemoryExtractionMode,
+    MemoryLinkExtractionMode,
+)
+from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.storebase import OracleMemoryStore
+from oracleagentmemory.core.thread import OracleThread
 from oracleagentmemory.errors import MemoryStoreSchemaError
 
 __all__ = [
+    "BackgroundExtractionQueueFullBehavior",
+    "ImageInputLimitConfig",
+    "MemoryExtractionConfig",
+    "MemoryExtractionImageContext",
+    "MemoryExtractionMode",
+    "MemoryLinkExtractionMode",
+    "OracleAgentMemory",
+    "OracleThread",
     "MemoryRetentionConfig",
     "MemoryStoreSchemaError",
     "OracleDBMemoryStore",

@@ -12,9 +12,21 @@ from oracleagentmemory.apis.memorystore import PendingRecordBatch
 from oracleagentmemory.apis.records import PROFILE_TYPES
 from oracleagentmemory.core._updateplan import plan_update
 from oracleagentmemory.core._validation import check_bool, check_limit, check_required_id
-from oracleagentmemory.core._writeplan import WriteSettings, check_record_type, plan_add
+from oracleagentmemory.core._writeplan import (
+    WriteSettings,
+    check_metadata,
+    check_record_type,
+    plan_add,
+)
 from oracleagentmemory.core.retention import expiry
-from oracleagentmemory.engines.interfaces import ChunkRow, EngineSession, RowPlan
+from oracleagentmemory.engines.interfaces import (
+    UNSET,
+    ChunkRow,
+    EngineSession,
+    OrUnset,
+    RowPlan,
+    UpdatePlan,
+)
 from oracleagentmemory.engines.layout import TABLE_OF_TYPE
 from oracleagentmemory.errors import (
     DuplicateRecordError,
@@ -164,6 +176,37 @@ class StoreWrites:
                     )
                 else:
                     plan.chunk_vectors = vectors
+            return session.update_record(plan)
+
+    # --- threads, for the agent-memory client ----------------------------------------------
+    def _create_thread(self, thread_id: str, user_id: str | None, agent_id: str | None,
+                       metadata: dict[str, Any] | None,
+                       runtime_config: dict[str, Any] | None) -> str:
+        """Add a thread record with its durable runtime configuration, in one transaction."""
+        plans = plan_add(self._settings(), [None], "thread", record_ids=[thread_id],
+                         user_ids=[user_id], agent_ids=[agent_id], metadata=[metadata])
+        try:
+            with self._session() as session:
+                session.insert_rows(plans, DEFAULT_BATCH_SIZE)
+                if runtime_config is not None:
+                    session.update_record(UpdatePlan("thread", plans[0].record_id,
+                                                     runtime_config=runtime_config))
+        except DuplicateRecordError as exc:
+            raise DuplicateRecordError(exc.message, argument="thread_id",
+                                       record_id=exc.record_id) from None
+        return plans[0].record_id
+
+    def _update_thread(self, thread_id: str, *,
+                       metadata: OrUnset[dict[str, Any] | None] = UNSET,
+                       runtime_config: OrUnset[dict[str, Any] | None] = UNSET,
+                       runtime_state: OrUnset[dict[str, Any] | None] = UNSET) -> int:
+        """Replace a thread's metadata, runtime configuration and/or state; 1 if it exists."""
+        check_required_id(thread_id, "thread_id")
+        plan = UpdatePlan("thread", thread_id, runtime_config=runtime_config,
+                          runtime_state=runtime_state)
+        if metadata is not UNSET:
+            plan.metadata = check_metadata(metadata, "metadata")
+        with self._session() as session:
             return session.update_record(plan)
 
     def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:

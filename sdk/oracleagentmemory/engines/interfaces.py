@@ -214,6 +214,10 @@ class UpdatePlan:
     """``list[ChunkRow]``: replace the retrieval rows; ``UNSET``: keep them."""
     chunk_vectors: OrUnset[list[Vector | None]] = UNSET
     """``list[Vector | None]`` aligned with the existing rows: rewrite only their vectors."""
+    runtime_config: OrUnset[dict[str, Any] | None] = UNSET
+    """Threads only: the durable runtime configuration (replaced whole)."""
+    runtime_state: OrUnset[dict[str, Any] | None] = UNSET
+    """Threads only: the mutable runtime state, such as extraction progress (replaced whole)."""
 
 
 @dataclass

@@ -18,6 +18,11 @@ from oracleagentmemory.engines.postgres.deletes import delete_chunks
 from oracleagentmemory.engines.postgres.record_sql import record_key
 from oracleagentmemory.errors import InvalidArgumentError
 
+_RETURNED_SCOPE = {
+    "actor_profile": sql.SQL("NULL, NULL, NULL"),
+    "thread": sql.SQL("id, user_id, agent_id"),  # a thread's own id is its thread id
+}
+
 
 def _jsonb(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)
@@ -51,6 +56,11 @@ def update_record(conn: psycopg.Connection[Any], names: StoreNames, plan: Update
     if plan.status is not UNSET:
         sets.append(sql.SQL("status = %s"))
         params.append(plan.status)
+    for column, value in (("runtime_config", plan.runtime_config),
+                          ("runtime_state", plan.runtime_state)):
+        if value is not UNSET:
+            sets.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
+            params.append(_jsonb(value))
     if plan.expiry is not UNSET:
         if plan.expiry is None:
             sets.append(sql.SQL("expires_at = NULL"))
@@ -63,8 +73,7 @@ def update_record(conn: psycopg.Connection[Any], names: StoreNames, plan: Update
     cur = conn.execute(
         sql.SQL("UPDATE {} SET {} WHERE {} RETURNING {}").format(
             table, sql.SQL(", ").join(sets), key,
-            sql.SQL("thread_id, user_id, agent_id") if logical != "actor_profile"
-            else sql.SQL("NULL, NULL, NULL"),
+            _RETURNED_SCOPE.get(logical, sql.SQL("thread_id, user_id, agent_id")),
         ),
         params + key_params,
     )

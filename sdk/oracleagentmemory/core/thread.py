@@ -1,0 +1,240 @@
+"""``OracleThread``: one conversation of the agent-memory client."""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Any
+
+from oracleagentmemory._notset import NOT_SET_MARKER
+from oracleagentmemory.apis.asynctwin import AsyncTwin
+from oracleagentmemory.apis.message import Message
+from oracleagentmemory.apis.records import MessageRecord
+from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.core._client_search import (
+    check_max_results,
+    given_scope,
+    search_records,
+    thread_scope,
+)
+from oracleagentmemory.core._messages import message_columns, message_content_parts, to_message
+from oracleagentmemory.core._thread_settings import ThreadSettings
+from oracleagentmemory.core._validation import check_required_id
+from oracleagentmemory.errors import InvalidArgumentTypeError, RecordKeyError
+
+if TYPE_CHECKING:
+    from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
+
+RECENT_MESSAGE_WINDOW = 100
+"""How many recent messages :meth:`OracleThread.get_messages` returns by default."""
+
+
+class OracleThread:
+    """A conversation thread: its messages, and memories, links and search in its scope.
+
+    Threads come from :meth:`OracleAgentMemory.create_thread` and
+    :meth:`OracleAgentMemory.get_thread`.
+    """
+
+    def __init__(self, client: OracleAgentMemory, thread_id: str, user_id: str | None,
+                 agent_id: str | None, metadata: dict[str, Any] | None,
+                 settings: ThreadSettings, llm: Any = None, search_config: Any = None) -> None:
+        self._client = client
+        self._store = client._store
+        self._thread_id = thread_id
+        self._user_id = user_id
+        self._agent_id = agent_id
+        self._metadata = metadata
+        self._settings = settings
+        self._llm = llm
+        self._search_config = search_config
+
+    def __repr__(self) -> str:
+        return (f"OracleThread(thread_id={self._thread_id!r}, user_id={self._user_id!r}, "
+                f"agent_id={self._agent_id!r})")
+
+    # --- identity and settings ------------------------------------------------------------
+    @property
+    def thread_id(self) -> str:
+        """The thread's identifier."""
+        return self._thread_id
+
+    @property
+    def user_id(self) -> str | None:
+        """The user the thread belongs to."""
+        return self._user_id
+
+    @property
+    def agent_id(self) -> str | None:
+        """The agent the thread belongs to."""
+        return self._agent_id
+
+    @property
+    def metadata(self) -> dict[str, Any] | None:
+        """The thread's metadata as loaded or created."""
+        return self._metadata
+
+    @property
+    def max_message_token_length(self) -> int:
+        """Largest prompt-time copy of one message, in tokens (stored content is unchanged)."""
+        return self._settings.max_message_token_length
+
+    @property
+    def message_shortening_input_token_limit(self) -> int:
+        """Largest message excerpt sent to the LLM when shortening one, in tokens."""
+        return self._settings.message_shortening_input_token_limit
+
+    @property
+    def context_card_token_limit(self) -> int:
+        """Input token budget of the context-card prompt."""
+        return self._settings.context_card_token_limit
+
+    @property
+    def settings(self) -> ThreadSettings:
+        """Every resolved runtime setting of this thread object."""
+        return self._settings
+
+    # --- messages -------------------------------------------------------------------------
+    def add_messages(self, /, messages: Any, metadata: Any = NOT_SET_MARKER,
+                     ttl_days: Any = NOT_SET_MARKER, ttl_anchor: Any = NOT_SET_MARKER,
+                     **store_kwargs: Any) -> builtins.list[str]:
+        """Append messages (``Message`` objects or ``{"role", "content"}`` mappings) to the thread;
+        returns their ids in order. The raw messages are stored first, in one transaction."""
+        columns = message_columns(messages, metadata)
+        ids = [None if i is None else check_required_id(i, "messages.id")
+               for i in columns.record_ids]
+        return [str(i) for i in self._store.add(
+            columns.contents, "message", record_ids=ids, thread_ids=self._thread_id,
+            user_ids=self._user_id, agent_ids=self._agent_id, roles=columns.roles,
+            timestamps=columns.timestamps, metadata=columns.metadata, ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor, **store_kwargs)]
+
+    def get_messages(self, /, *, start: Any = NOT_SET_MARKER, end: Any = NOT_SET_MARKER,
+                     include_image_bytes: Any = NOT_SET_MARKER) -> builtins.list[Message]:
+        """The thread's messages in order: indices ``start`` (0-based) to ``end`` (exclusive;
+        ``None`` or -1: to the last). Neither given: the most recent 100."""
+        for name, value in (("start", start), ("end", end)):
+            if value is not NOT_SET_MARKER and value is not None and (
+                    isinstance(value, bool) or not isinstance(value, int)):
+                raise InvalidArgumentTypeError(f"{name} must be an int or None", argument=name)
+        if start is NOT_SET_MARKER and end is NOT_SET_MARKER:
+            records = self._store.list_thread_messages(self._thread_id,
+                                                       last_n=RECENT_MESSAGE_WINDOW)
+        else:
+            records = self._store.list_thread_messages(self._thread_id)
+            first = 0 if start in (NOT_SET_MARKER, None) else start
+            last = None if end in (NOT_SET_MARKER, None, -1) else end
+            records = records[first:last]
+        return [to_message(r) for r in records]
+
+    def get_message(self, /, message_id: str, *,
+                    included_image_ids: Any = NOT_SET_MARKER) -> Message:
+        """One message of this thread.
+
+        Raises:
+            RecordKeyError: (a ``KeyError``) no such visible message in this thread.
+        """
+        return to_message(self._own_message(message_id))
+
+    def update_message(self, /, message_id: str, content: Any = NOT_SET_MARKER,
+                       metadata: Any = NOT_SET_MARKER, ttl_days: Any = NOT_SET_MARKER,
+                       ttl_anchor: Any = NOT_SET_MARKER, **kwargs: Any) -> str:
+        """Replace a message's content and/or metadata, or refresh its expiry; returns its id.
+
+        Role and timestamp are unchanged. ``ttl_anchor`` without ``ttl_days`` uses the store's
+        default lifetime.
+
+        Raises:
+            RecordKeyError: (a ``KeyError``) no such visible message in this thread.
+        """
+        if kwargs:
+            raise InvalidArgumentTypeError(
+                f"unexpected arguments: {', '.join(sorted(kwargs))}")
+        self._own_message(message_id)
+        if content is not NOT_SET_MARKER and not isinstance(content, str):
+            content = message_content_parts(content, "content")
+        self._store.update("message", message_id, content=content, metadata=metadata,
+                           ttl_days=ttl_days, ttl_anchor=ttl_anchor)
+        return message_id
+
+    def delete_message(self, /, message_id: str) -> int:
+        """Delete one raw message of this thread (derived memories stay); 0 if it is not one."""
+        try:
+            self._own_message(message_id)
+        except RecordKeyError:
+            return 0
+        return int(self._store.delete("message", message_id))
+
+    def _own_message(self, message_id: str) -> MessageRecord:
+        check_required_id(message_id, "message_id")
+        record = self._store.get("message", message_id)
+        if not isinstance(record, MessageRecord) or record.thread_id != self._thread_id:
+            raise RecordKeyError(f"no message {message_id!r} in thread "
+                                       f"{self._thread_id!r}", argument="message_id",
+                                       record_id=message_id, record_type="message")
+        return record
+
+    # --- search ---------------------------------------------------------------------------
+    def search(self, /, query: str, *, user_id: Any = NOT_SET_MARKER,
+               agent_id: Any = NOT_SET_MARKER, thread_id: Any = NOT_SET_MARKER,
+               exact_user_match: Any = NOT_SET_MARKER, exact_agent_match: Any = NOT_SET_MARKER,
+               exact_thread_match: Any = NOT_SET_MARKER, max_results: Any = NOT_SET_MARKER,
+               token_budget: Any = NOT_SET_MARKER, soft_token_budget: Any = NOT_SET_MARKER,
+               record_types: Any = NOT_SET_MARKER, metadata_filter: Any = NOT_SET_MARKER,
+               num_hops: Any = NOT_SET_MARKER, max_linked_results: Any = NOT_SET_MARKER,
+               include_invalid_results: Any = NOT_SET_MARKER,
+               scope: Any = NOT_SET_MARKER) -> builtins.list[SearchResult]:
+        """Search with the thread's defaults: its user and agent exactly, this thread ranked
+        first but not required."""
+        given = given_scope(scope, {
+            "user_id": user_id, "agent_id": agent_id, "thread_id": thread_id,
+            "exact_user_match": exact_user_match, "exact_agent_match": exact_agent_match,
+            "exact_thread_match": exact_thread_match})
+        resolved = thread_scope(given, self._user_id, self._agent_id, self._thread_id)
+        return self._client._finish_search(
+            query, search_records(
+                self._store.search, query, resolved, check_max_results(max_results),
+                record_types=record_types, metadata_filter=metadata_filter, num_hops=num_hops,
+                max_linked_results=max_linked_results,
+                include_invalid_results=include_invalid_results),
+            self._search_config, token_budget, soft_token_budget)
+
+    # --- memories and links in the thread's scope -----------------------------------------
+    def add_memory(self, /, content: str, **arguments: Any) -> str:
+        """Add a memory scoped to this thread, its user and its agent unless told otherwise."""
+        for name, value in (("user_id", self._user_id), ("agent_id", self._agent_id),
+                            ("thread_id", self._thread_id)):
+            arguments.setdefault(name, value)
+        return self._client.add_memory(content, **arguments)
+
+    def update_memory(self, /, memory_id: str, **arguments: Any) -> str:
+        """See :meth:`OracleAgentMemory.update_memory`."""
+        return self._client.update_memory(memory_id, **arguments)
+
+    def delete_memory(self, /, memory_id: str) -> int:
+        """See :meth:`OracleAgentMemory.delete_memory`."""
+        return self._client.delete_memory(memory_id)
+
+    def link_records(self, /, *args: Any, **kwargs: Any) -> str:
+        """See :meth:`OracleAgentMemory.link_records`."""
+        return self._client.link_records(*args, **kwargs)
+
+    def update_record_link(self, /, relation_id: str, **kwargs: Any) -> int:
+        """See :meth:`OracleAgentMemory.update_record_link`."""
+        return self._client.update_record_link(relation_id, **kwargs)
+
+    def delete_record_link(self, /, **kwargs: Any) -> int:
+        """See :meth:`OracleAgentMemory.delete_record_link`."""
+        return self._client.delete_record_link(**kwargs)
+
+    add_messages_async = AsyncTwin(add_messages)
+    get_messages_async = AsyncTwin(get_messages)
+    get_message_async = AsyncTwin(get_message)
+    update_message_async = AsyncTwin(update_message)
+    delete_message_async = AsyncTwin(delete_message)
+    search_async = AsyncTwin(search)
+    add_memory_async = AsyncTwin(add_memory)
+    update_memory_async = AsyncTwin(update_memory)
+    delete_memory_async = AsyncTwin(delete_memory)
+    link_records_async = AsyncTwin(link_records)
+    update_record_link_async = AsyncTwin(update_record_link)
+    delete_record_link_async = AsyncTwin(delete_record_link)
