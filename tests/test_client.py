@@ -330,3 +330,17 @@ def test_no_check_client_infers_the_end_user_and_sees_only_their_rows(dds: Any) 
         alice = OracleAgentMemory(store=store, memory_extraction_config=NO_EXTRACTION)
         assert len(alice.get_thread("alice-t").get_messages()) == 1
         assert [m.id for m in alice.list_memories()] == ["alice-m"]
+
+
+def test_readme_client_example_runs(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's client block runs as written (on the test server instead of the per-user
+    embedded one)."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## The agent-memory client", 1)[1].split("\n## ", 1)[0]
+    [code] = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert "url = embedded.url()" in code
+    exec(code.replace("url = embedded.url()", f"url = {pg_url!r}"), {})  # noqa: S102
+    assert "User likes pizza" in capsys.readouterr().out
