@@ -344,3 +344,29 @@ def test_readme_client_example_runs(pg_url: str, capsys: pytest.CaptureFixture[s
     assert "url = embedded.url()" in code
     exec(code.replace("url = embedded.url()", f"url = {pg_url!r}"), {})  # noqa: S102
     assert "User likes pizza" in capsys.readouterr().out
+
+
+def test_sequence_numbers_are_never_reused(client: OracleAgentMemory) -> None:
+    thread = client.create_thread(thread_id="t", user_id="u1")
+    first = thread.add_messages([{"role": "user", "content": f"m{n}"} for n in range(3)])
+    assert thread.delete_message(first[-1]) == 1  # the newest
+    [later] = thread.add_messages([{"role": "user", "content": "after the delete"}])
+    seq = {r.id: r.seq_no for r in client.list_messages(thread_id="t")}
+    assert [seq[i] for i in first[:2]] == [0, 1]
+    assert seq[later] == 3  # not 2, the deleted message's number
+    # a thread reopened by another client object continues after it too
+    other = OracleAgentMemory(store=client.store, memory_extraction_config=NO_EXTRACTION)
+    [next_id] = other.get_thread("t").add_messages([{"role": "user", "content": "x"}])
+    assert client.store.get("message", next_id).seq_no == 4
+
+
+def test_end_user_appends_number_their_own_thread(dds: Any) -> None:
+    store_id = dds.new_store(vector_dim=None)
+    with dds.runtime_store(store_id, "alice") as store:
+        alice = OracleAgentMemory(store=store, memory_extraction_config=NO_EXTRACTION)
+        thread = alice.create_thread(thread_id="t")
+        ids = thread.add_messages([{"role": "user", "content": "a"},
+                                   {"role": "user", "content": "b"}])
+        thread.delete_message(ids[1])
+        [again] = thread.add_messages([{"role": "user", "content": "c"}])
+        assert store.get("message", again).seq_no == 2

@@ -61,7 +61,8 @@ OWN_USER_ROWS = DataRolePolicy(
             "thread", OWN,
             insert_columns=("id", "user_id", "agent_id", "metadata", "runtime_config",
                             "runtime_state", *_TIMES),
-            update_columns=("metadata", "runtime_config", "runtime_state", *_TIMES, "updated_at"),
+            update_columns=("metadata", "runtime_config", "runtime_state", "next_seq_no", *_TIMES,
+                            "updated_at"),
             delete=True,
         ),
         TableGrant(

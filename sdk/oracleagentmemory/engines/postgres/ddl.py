@@ -15,7 +15,7 @@ from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.interfaces import SchemaOptions
 from oracleagentmemory.engines.postgres import names as q
 
-LATEST_SCHEMA_VERSION = 5
+LATEST_SCHEMA_VERSION = 6
 
 SCOPED_VECTOR_MAX_DIM = 400
 """The largest embedding dimension the chunks' scope index carries (version 5).
@@ -271,6 +271,20 @@ def _version_5(conn: Connection[object], names: StoreNames, options: SchemaOptio
     add_scoped_vector_index(conn, names)
 
 
+def _version_6(conn: Connection[object], names: StoreNames, options: SchemaOptions) -> None:
+    """A thread's message high-water mark: sequence numbers are never reused, even after its
+    newest message is deleted. Existing threads start after their highest stored number."""
+    thread, message = q.table(names, "thread"), q.table(names, "message")
+    conn.execute(sql.SQL(
+        "ALTER TABLE {} ADD COLUMN IF NOT EXISTS next_seq_no bigint NOT NULL DEFAULT 0"
+    ).format(thread))
+    conn.execute(sql.SQL(
+        "UPDATE {t} SET next_seq_no = s.next FROM (SELECT thread_id, user_id, max(seq_no) + 1 "
+        "AS next FROM {m} GROUP BY thread_id, user_id) s WHERE s.thread_id = {t}.id "
+        "AND s.user_id IS NOT DISTINCT FROM {t}.user_id AND {t}.next_seq_no < s.next"
+    ).format(t=thread, m=message))
+
+
 def add_vector_index(conn: Connection[object], names: StoreNames) -> None:
     """HNSW index (cosine distance) on the chunk embeddings."""
     conn.execute(
@@ -292,7 +306,8 @@ def add_embedding_column(conn: Connection[object], names: StoreNames, dim: int) 
 SchemaStep = Callable[[Connection[object], StoreNames, SchemaOptions], None]
 
 SCHEMA_STEPS: dict[int, SchemaStep] = {
-    1: _version_1, 2: _version_2, 3: _version_3, 4: _version_4, 5: _version_5}
+    1: _version_1, 2: _version_2, 3: _version_3, 4: _version_4, 5: _version_5,
+    6: _version_6}
 """Step ``n`` upgrades a store from version ``n - 1`` to ``n``."""
 
 REGISTRY_DDL = sql.SQL(

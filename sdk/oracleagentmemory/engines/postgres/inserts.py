@@ -142,14 +142,21 @@ def _insert_tables(conn: psycopg.Connection[Any], names: StoreNames, rows: Seque
 
 def assign_seq_nos(conn: psycopg.Connection[Any], names: StoreNames,
                    rows: list[RowPlan]) -> None:
-    """Number the messages of each thread after the thread's highest sequence number."""
-    by_thread: dict[str | None, list[RowPlan]] = {}
+    """Number the messages of each owner's thread after its high-water mark.
+
+    A thread row keeps the next number (``next_seq_no``, raised past any stored message), so a
+    number is never given twice, even after the newest message is deleted; raising it locks
+    the thread row, so concurrent appends to one thread queue behind each other. Messages of a
+    thread without a visible, writable thread row continue after the highest stored number.
+    """
+    by_thread: dict[tuple[str | None, str | None], list[RowPlan]] = {}
     for row in rows:
-        by_thread.setdefault(row.thread_id, []).append(row)
-    statement = _max_seq_statement(names)
-    for thread_id, thread_rows in by_thread.items():
-        top = conn.execute(statement, [thread_id]).fetchone()
-        start = 0 if top is None or top[0] is None else int(top[0]) + 1
+        by_thread.setdefault((row.thread_id, row.user_id), []).append(row)
+    statement = _next_seq_statement(names)
+    for (thread_id, user_id), thread_rows in by_thread.items():
+        found = conn.execute(statement, {"thread": thread_id, "user": user_id,
+                                         "count": len(thread_rows)}).fetchone()
+        start = 0 if found is None or found[0] is None else int(found[0])
         for offset, row in enumerate(thread_rows):
             row.seq_no = start + offset
 
@@ -201,9 +208,17 @@ def _insert_statement(names: StoreNames, logical: str, columns: Columns) -> sql.
 
 
 @lru_cache(maxsize=64)
-def _max_seq_statement(names: StoreNames) -> sql.Composed:
-    return sql.SQL("SELECT max(seq_no) FROM {} WHERE thread_id IS NOT DISTINCT FROM %s").format(
-        q.table(names, "message"))
+def _next_seq_statement(names: StoreNames) -> sql.Composed:
+    """The first number for ``count`` new messages of one owner's thread (one round trip)."""
+    return sql.SQL(
+        "WITH stored AS (SELECT coalesce(max(seq_no) + 1, 0) AS next FROM {m} "
+        "WHERE thread_id IS NOT DISTINCT FROM %(thread)s "
+        "AND user_id IS NOT DISTINCT FROM %(user)s), "
+        "bumped AS (UPDATE {t} SET next_seq_no = greatest(next_seq_no, (SELECT next FROM stored)) "
+        "+ %(count)s WHERE id = %(thread)s AND user_id IS NOT DISTINCT FROM %(user)s "
+        "RETURNING next_seq_no - %(count)s AS first) "
+        "SELECT coalesce((SELECT first FROM bumped), (SELECT next FROM stored))"
+    ).format(m=q.table(names, "message"), t=q.table(names, "thread"))
 
 
 def insert_chunks(conn: psycopg.Connection[Any], names: StoreNames,
