@@ -135,13 +135,7 @@ def test_embed_async_sends_batches_concurrently_within_the_bound(server: ModelSe
     embedder = make(server, batch_size=1, max_concurrent_requests=3)
     texts = [f"t{n}" for n in range(7)]
 
-    async def run() -> np.ndarray[Any, np.dtype[np.float32]]:
-        try:
-            return await embedder.embed_async(texts, is_query=True)
-        finally:
-            await embedder.aclose()
-
-    vectors = asyncio.run(run())
+    vectors = asyncio.run(embedder.embed_async(texts, is_query=True))
     assert vectors.shape == (7, DIM)
     for row, text in zip(vectors, texts, strict=True):
         np.testing.assert_allclose(row, unit(text), rtol=1e-5)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import email.utils
+import gc
 import json
 import socket
+import time
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +17,7 @@ import pytest
 from model_server import ModelServer, Reply, running_model_server
 from oracleagentmemory.apis.llms import ILlm, LlmResponse
 from oracleagentmemory.apis.message import ImageContent, ImageMimeType, Message, TextContent
+from oracleagentmemory.core._modelhttp import parse_retry_after
 from oracleagentmemory.core.llms import Llm, LlmApiType, LlmResponseFormatError, LlmServiceError
 from oracleagentmemory.errors import (
     InvalidArgumentError,
@@ -248,10 +253,7 @@ def test_async_generation_is_bounded_by_max_concurrent_requests(
     llm = make(server, max_concurrent_requests=2)
 
     async def run() -> list[LlmResponse]:
-        try:
-            return await asyncio.gather(*(llm.generate_async(f"q{n}") for n in range(6)))
-        finally:
-            await llm.aclose()
+        return await asyncio.gather(*(llm.generate_async(f"q{n}") for n in range(6)))
 
     answers = asyncio.run(run())
     assert [a.text for a in answers] == [f"echo q{n}" for n in range(6)]
@@ -283,3 +285,38 @@ def test_invalid_arguments_are_typed(server: ModelServer) -> None:
     with pytest.raises(InvalidArgumentError, match="at least one message"):
         llm.generate([])
     assert server.requests == []
+
+
+def test_async_calls_from_successive_event_loops_leak_no_sockets(server: ModelServer) -> None:
+    server.script("/chat/completions", Reply(json=chat("hi")))
+    llm = make(server)
+    gc.collect()  # earlier tests' unclosed clients are not this test's concern
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        for _ in range(3):
+            assert asyncio.run(llm.generate_async("x")).text == "hi"
+        gc.collect()
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
+    assert len(server.requests) == 3
+
+
+def test_retry_after_accepts_seconds_and_http_dates() -> None:
+    soon = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert parse_retry_after("2") == 2.0
+    assert 25 <= (parse_retry_after(soon) or 0) <= 31
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after(None) is None
+
+
+def test_http_date_retry_after_is_honoured_and_client_closes(server: ModelServer) -> None:
+    later = email.utils.formatdate(time.time() + 2, usegmt=True)
+    server.script("/chat/completions", Reply(503, {"error": "busy"},
+                                             headers={"Retry-After": later}),
+                  Reply(json=chat("ok")))
+    with make(server) as llm:
+        assert llm.generate("x").text == "ok"
+    first, second = server.requests
+    assert second.at - first.at >= 0.9
+    with pytest.raises(LlmServiceError, match="closed"):
+        llm.generate("x")

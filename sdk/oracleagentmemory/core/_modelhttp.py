@@ -9,7 +9,7 @@ JSON and returns the decoded JSON answer, in a sync and an async flavour:
   ``Retry-After`` header (seconds or an HTTP date) sets the wait instead, and an answer whose
   ``Retry-After`` exceeds ``max_retry_wait`` seconds is not retried;
 * at most ``max_concurrent_requests`` requests are in flight at once (per client for sync calls,
-  per event loop for async calls);
+  per event loop for async calls; an async call's connection pool lives for that call);
 * every failure is raised as the caller's error type (an ``OracleAgentMemoryError`` subclass),
   naming the status code, when there is one, with the transport error as its cause.
 """
@@ -23,10 +23,12 @@ import random
 import ssl
 import threading
 import time
-import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 import httpx
 
@@ -131,15 +133,15 @@ class ModelHttpClient:
         self._client = httpx.Client(timeout=self._timeout, headers=self._headers, verify=verify,
                                     proxy=proxy, trust_env=trust_env, transport=transport)
         self._sync_slots = threading.BoundedSemaphore(self._limit)
-        self._per_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, asyncio.Semaphore]
-        ] = weakref.WeakKeyDictionary()
+        self._per_loop: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._per_loop_lock = threading.Lock()
 
     # -- sync ---------------------------------------------------------------------------------
 
     def post_json(self, url: str, body: Mapping[str, Any]) -> Any:
         """POST ``body`` to ``url``; the decoded JSON answer of the first successful attempt."""
+        if self._client.is_closed:
+            raise self._error_type(f"the {self.service} client is closed")
         attempt = 0
         while True:
             with self._sync_slots:
@@ -159,7 +161,26 @@ class ModelHttpClient:
 
     async def post_json_async(self, url: str, body: Mapping[str, Any]) -> Any:
         """Asynchronous :meth:`post_json`."""
-        client, slots = self._loop_state()
+        [answer] = await self.post_many_json_async(url, [body])
+        return answer
+
+    async def post_many_json_async(self, url: str,
+                                   bodies: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """POST each of ``bodies`` concurrently (within the bound); the answers in order.
+
+        The async connection pool lives for this call only: an event loop may close after
+        it, and a pool left open across loops would leak its sockets.
+        """
+        slots = self._loop_slots()
+        async with httpx.AsyncClient(
+                timeout=self._timeout, headers=self._headers, verify=self._verify,
+                proxy=self._proxy, trust_env=self._trust_env,
+                transport=self._async_transport) as client:
+            return list(await asyncio.gather(
+                *(self._post_async(client, slots, url, body) for body in bodies)))
+
+    async def _post_async(self, client: httpx.AsyncClient, slots: asyncio.Semaphore, url: str,
+                          body: Mapping[str, Any]) -> Any:
         attempt = 0
         while True:
             async with slots:
@@ -175,18 +196,16 @@ class ModelHttpClient:
             await asyncio.sleep(wait)
             attempt += 1
 
-    def _loop_state(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+    def _loop_slots(self) -> asyncio.Semaphore:
+        """The running event loop's concurrency bound (entries of closed loops are dropped)."""
         loop = asyncio.get_running_loop()
         with self._per_loop_lock:
-            state = self._per_loop.get(loop)
-            if state is None:
-                client = httpx.AsyncClient(
-                    timeout=self._timeout, headers=self._headers, verify=self._verify,
-                    proxy=self._proxy, trust_env=self._trust_env,
-                    transport=self._async_transport)
-                state = (client, asyncio.Semaphore(self._limit))
-                self._per_loop[loop] = state
-            return state
+            for stale in [known for known in self._per_loop if known.is_closed()]:
+                del self._per_loop[stale]
+            slots = self._per_loop.get(loop)
+            if slots is None:
+                slots = self._per_loop[loop] = asyncio.Semaphore(self._limit)
+            return slots
 
     # -- shared -------------------------------------------------------------------------------
 
@@ -226,17 +245,24 @@ class ModelHttpClient:
                 f"{response.text[:200]!r}") from exc
 
     def close(self) -> None:
-        """Close the sync connection pool (async pools close with their event loop's client)."""
+        """Close the sync connection pool (async pools live for one call)."""
         self._client.close()
 
-    async def aclose(self) -> None:
-        """Close the async connection pool of the running event loop and the sync pool."""
-        loop = asyncio.get_running_loop()
-        with self._per_loop_lock:
-            state = self._per_loop.pop(loop, None)
-        if state is not None:
-            await state[0].aclose()
-        self._client.close()
+
+class HttpModelClient:
+    """Base of the HTTP model clients: ``close()`` and ``with client: ...`` release the pool."""
+
+    _http: ModelHttpClient
+
+    def close(self) -> None:
+        """Close the connection pool of synchronous calls (async calls hold none between calls)."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def build_ssl_context(ca_file: str | None, cert_file: str | None,

@@ -7,6 +7,7 @@ from typing import Any
 
 from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
 from oracleagentmemory.core._modelhttp import (
+    HttpModelClient,
     ModelHttpClient,
     RetryPolicy,
     build_ssl_context,
@@ -26,7 +27,7 @@ class RerankerServiceError(OracleAgentMemoryError, RuntimeError):
     code = "reranker_service"
 
 
-class Reranker(IReranker):
+class Reranker(HttpModelClient, IReranker):
     """Scores documents through ``POST {api_base}/rerank``.
 
     The request is ``{"model", "query", "documents", "top_n"?}`` plus any constructor keyword
@@ -100,14 +101,6 @@ class Reranker(IReranker):
         if body is None:
             return RerankResponse([])
         return self._ranking(await self._http.post_json_async(self._url, body), len(documents))
-
-    def close(self) -> None:
-        """Close the connection pool."""
-        self._http.close()
-
-    async def aclose(self) -> None:
-        """Close the connection pools (the running event loop's and the sync one)."""
-        await self._http.aclose()
 
     def _body(self, query: str, documents: list[str],
               kwargs: dict[str, Any]) -> dict[str, Any] | None:

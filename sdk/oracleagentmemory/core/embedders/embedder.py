@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from oracleagentmemory.apis.embedders import IEmbedder
 from oracleagentmemory.core._modelhttp import (
+    HttpModelClient,
     ModelHttpClient,
     RetryPolicy,
     build_ssl_context,
@@ -28,7 +29,7 @@ from oracleagentmemory.errors import (
 DEFAULT_API_BASE = "https://api.openai.com/v1"
 
 
-class Embedder(IEmbedder):
+class Embedder(HttpModelClient, IEmbedder):
     """Embeds through ``POST {api_base}/embeddings`` (OpenAI, vLLM, Ollama, LiteLLM, TEI...).
 
     ``embedding_dimension`` is the model's vector size; when ``None`` it is learnt from the
@@ -151,18 +152,10 @@ class Embedder(IEmbedder):
         if not batches:
             return np.zeros((0, await asyncio.to_thread(lambda: self.embedding_dimension)),
                             dtype=np.float32)
-        answers = await asyncio.gather(*(self._http.post_json_async(self._url, self._body(b))
-                                         for b in batches))
+        answers = await self._http.post_many_json_async(
+            self._url, [self._body(batch) for batch in batches])
         return np.vstack([self._vectors(answer, len(batch))
                           for answer, batch in zip(answers, batches, strict=True)])
-
-    def close(self) -> None:
-        """Close the connection pool."""
-        self._http.close()
-
-    async def aclose(self) -> None:
-        """Close the connection pools (the running event loop's and the sync one)."""
-        await self._http.aclose()
 
     def _batches(self, texts: Sequence[str], is_query: bool) -> list[list[str]]:
         if isinstance(texts, str):

@@ -10,6 +10,7 @@ from typing import Any
 
 from oracleagentmemory.apis.llms import ILlm, JsonSchema, LlmResponse, Prompt
 from oracleagentmemory.core._modelhttp import (
+    HttpModelClient,
     ModelHttpClient,
     RetryPolicy,
     build_ssl_context,
@@ -38,7 +39,7 @@ class LlmApiType(str, Enum):
     RESPONSES = "responses"
 
 
-class Llm(ILlm):
+class Llm(HttpModelClient, ILlm):
     """A model served by an OpenAI-compatible API: OpenAI, vLLM, Ollama, LiteLLM, llama.cpp...
 
     ``api_base`` is the URL the API paths hang from (``.../v1``; OpenAI's when ``None``, then the
@@ -154,14 +155,6 @@ class Llm(ILlm):
         url, body = self._request(prompt, response_json_schema, kwargs)
         answer = await self._http.post_json_async(url, body)
         return self._response(answer, response_json_schema)
-
-    def close(self) -> None:
-        """Close the connection pool."""
-        self._http.close()
-
-    async def aclose(self) -> None:
-        """Close the connection pools (the running event loop's and the sync one)."""
-        await self._http.aclose()
 
     # -- request ------------------------------------------------------------------------------
 
