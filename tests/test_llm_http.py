@@ -18,6 +18,7 @@ from model_server import ModelServer, Reply, running_model_server
 from oracleagentmemory.apis.llms import ILlm, LlmResponse
 from oracleagentmemory.apis.message import ImageContent, ImageMimeType, Message, TextContent
 from oracleagentmemory.core._modelhttp import parse_retry_after
+from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 from oracleagentmemory.core.llms import Llm, LlmApiType, LlmResponseFormatError, LlmServiceError
 from oracleagentmemory.errors import (
     InvalidArgumentError,
@@ -320,3 +321,21 @@ def test_http_date_retry_after_is_honoured_and_client_closes(server: ModelServer
     assert second.at - first.at >= 0.9
     with pytest.raises(LlmServiceError, match="closed"):
         llm.generate("x")
+
+
+def test_image_limits_are_enforced_before_sending(server: ModelServer) -> None:
+    server.script("/chat/completions", Reply(json=chat("ok")))
+    limits = ImageInputLimitConfig(max_raw_image_bytes=len(PNG), max_images_per_llm_request=2)
+    llm = make(server, image_input_limit_config=limits)
+    image = ImageContent(PNG, ImageMimeType.PNG)
+    assert llm.generate([Message("user", [image, image])]).text == "ok"
+    with pytest.raises(InvalidArgumentError, match="3 images in one request"):
+        llm.generate([Message("user", [image, image]), Message("user", [image])])
+    big = ImageContent(PNG + b"!", ImageMimeType.PNG)
+    with pytest.raises(InvalidArgumentError, match="bytes in one image"):
+        llm.generate([Message("user", [big])])
+    data_url = "data:image/png;base64," + base64.b64encode(PNG + b"!!").decode()
+    with pytest.raises(InvalidArgumentError, match="bytes in one image"):
+        llm.generate([{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": data_url}}]}])
+    assert len(server.requests) == 1

@@ -17,8 +17,10 @@ from oracleagentmemory.core._modelhttp import (
     check_base_url,
     check_int,
 )
+from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 from oracleagentmemory.core.llms.errors import LlmResponseFormatError, LlmServiceError
 from oracleagentmemory.core.llms.prompt import (
+    ImagePart,
     PromptMessage,
     TextPart,
     coerce_prompt,
@@ -54,8 +56,11 @@ class Llm(HttpModelClient, ILlm):
     raises :class:`LlmResponseFormatError`. ``enable_structured_output_reminder`` also states the
     schema in a system message, for servers that ignore the structured-output request.
 
-    Images (``ImageContent`` parts with bytes) are sent as data URLs; with
-    ``supports_vision=False`` they are replaced by their descriptions. Requests time out after
+    Images (``ImageContent`` parts with bytes) are sent as data URLs, within
+    ``image_input_limit_config`` (per image, images and bytes per request; the SDK maxima when
+    not given: a prompt beyond them raises :class:`InvalidArgumentError`); with
+    ``supports_vision=False`` they are replaced by their descriptions. ``stream`` is accepted
+    for compatibility: answers are always read whole. Requests time out after
     ``connect_timeout`` / ``read_timeout`` seconds, are retried up to ``max_retries`` times on
     HTTP 408/409/429/5xx and transport errors (exponential backoff, ``Retry-After`` honoured) and
     at most ``max_concurrent_requests`` run at once. Failures raise :class:`LlmServiceError`.
@@ -67,11 +72,14 @@ class Llm(HttpModelClient, ILlm):
         api_base: str | None = None,
         api_key: str | None = None,
         api_type: LlmApiType | str = LlmApiType.CHAT_COMPLETIONS,
+        *,
+        stream: bool = False,
         temperature: float | None = None,
         max_tokens: int | None = None,
         reasoning_effort: str | None = None,
         enable_structured_output_reminder: bool = False,
         supports_vision: bool = True,
+        image_input_limit_config: ImageInputLimitConfig | None = None,
         strict_json_schema: bool = False,
         max_concurrent_requests: int | None = None,
         connect_timeout: float = 10.0,
@@ -111,6 +119,12 @@ class Llm(HttpModelClient, ILlm):
         self._reasoning_effort = reasoning_effort
         self._reminder = bool(enable_structured_output_reminder)
         self._supports_vision = bool(supports_vision)
+        if image_input_limit_config is not None and not isinstance(
+                image_input_limit_config, ImageInputLimitConfig):
+            raise InvalidArgumentTypeError(
+                "image_input_limit_config must be an ImageInputLimitConfig or None",
+                argument="image_input_limit_config")
+        self._image_limits = (image_input_limit_config or ImageInputLimitConfig()).resolved()
         self._strict = bool(strict_json_schema)
         self._default_kwargs = dict(default_kwargs)
         self._http = ModelHttpClient(
@@ -164,6 +178,8 @@ class Llm(HttpModelClient, ILlm):
             raise InvalidArgumentTypeError("response_json_schema must be a dict or None",
                                            argument="response_json_schema")
         messages = coerce_prompt(prompt)
+        if self._supports_vision:
+            _check_image_limits(messages, self._image_limits)
         if schema is not None and self._reminder:
             messages = [_schema_reminder(schema), *messages]
         options: dict[str, Any] = {}
@@ -218,6 +234,22 @@ class Llm(HttpModelClient, ILlm):
         if schema is None:
             return LlmResponse(text)
         return LlmResponse(structured_answer_text(text, truncated))
+
+
+def _check_image_limits(messages: list[PromptMessage], limits: ImageInputLimitConfig) -> None:
+    """InvalidArgumentError when the prompt's images exceed ``limits`` (resolved)."""
+    sizes = [part.size or 0 for message in messages for part in message.parts
+             if isinstance(part, ImagePart)]
+    largest, count, total = max(sizes, default=0), len(sizes), sum(sizes)
+    for value, limit, what in (
+            (largest, limits.max_raw_image_bytes, "bytes in one image"),
+            (count, limits.max_images_per_llm_request, "images in one request"),
+            (total, limits.max_total_raw_image_bytes_per_llm_request,
+             "image bytes in one request")):
+        assert isinstance(limit, int)
+        if value > limit:
+            raise InvalidArgumentError(
+                f"the prompt has {value} {what}; the limit is {limit}", argument="prompt")
 
 
 def _schema_name(schema: JsonSchema) -> str:

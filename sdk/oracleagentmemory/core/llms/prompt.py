@@ -31,6 +31,8 @@ class ImagePart:
 
     url: str
     description: str | None = None
+    size: int | None = None
+    """Raw image bytes (known for inline images)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +107,7 @@ def _from_message(message: Message, where: str) -> PromptMessage:
                 parts.append(TextPart(f"[image: {part.description}]"))
             else:
                 parts.append(ImagePart(image_data_url(part.bytes, str(part.mime_type.value)),
-                                       part.description))
+                                       part.description, len(part.bytes)))
         else:
             raise InvalidArgumentTypeError(
                 f"{where}.content[{n}] must be a TextContent or an ImageContent, "
@@ -145,10 +147,18 @@ def _part(part: object, where: str) -> TextPart | ImagePart:
         if not isinstance(url, str) or not url.startswith(("data:", "http://", "https://")):
             raise InvalidArgumentError(f"{where} needs an image URL (data: or http(s)://)",
                                        argument=where)
-        return ImagePart(url)
+        return ImagePart(url, None, _data_url_size(url))
     raise InvalidArgumentError(
         f"{where}.type must be 'text' or 'image_url' (or input_text/input_image), got {kind!r}",
         argument=where)
+
+
+def _data_url_size(url: str) -> int | None:
+    """Decoded size of a base64 ``data:`` URL, ``None`` for other URLs."""
+    if not url.startswith("data:") or ";base64," not in url:
+        return None
+    payload = url.split(",", 1)[1].strip()
+    return len(payload) * 3 // 4 - payload[-2:].count("=")
 
 
 def _checked_image(part: ImagePart, supports_vision: bool) -> ImagePart | TextPart:
