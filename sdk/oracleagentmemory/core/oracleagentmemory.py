@@ -4,6 +4,7 @@ relations and search)."""
 from __future__ import annotations
 
 import builtins
+import logging
 from typing import Any
 from uuid import uuid4
 
@@ -20,19 +21,23 @@ from oracleagentmemory.apis.records import (
     UserProfileRecord,
 )
 from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.core._background import BackgroundWork
 from oracleagentmemory.core._client_search import (
     check_max_results,
     client_scope,
     given_scope,
     search_records,
 )
+from oracleagentmemory.core._extraction import StoredMemory, ThreadScope, link_memories
 from oracleagentmemory.core._thread_settings import (
     ThreadOverrides,
+    ThreadSettings,
     parse_overrides,
     resolve_settings,
     saved_payload,
 )
 from oracleagentmemory.core._validation import check_required_id
+from oracleagentmemory.core.memoryextraction import resolve_extraction
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
 from oracleagentmemory.core.storebase import OracleMemoryStore
 from oracleagentmemory.core.thread import OracleThread
@@ -40,9 +45,14 @@ from oracleagentmemory.engines.interfaces import UNSET
 from oracleagentmemory.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
+    OperationTimeoutError,
     RecordKeyError,
     UnsupportedFeatureError,
 )
+
+LOG = logging.getLogger("oracleagentmemory.client")
+DELETE_WAIT_SECONDS = 300.0
+"""How long a delete waits for earlier background extraction of the threads it removes."""
 
 _STORE_OPTIONS = ("schema_policy", "memory_store_id", "table_name_prefix", "schema_owner",
                   "search_strategy", "search_index_sync", "memory_retention_config")
@@ -106,6 +116,9 @@ class OracleAgentMemory:
             extract_memories=extract_memories,
             memory_extraction_custom_instructions=memory_extraction_custom_instructions)
         self._closed = False
+        self._background = BackgroundWork()
+        self._known_threads: dict[str, tuple[str | None, str | None]] = {}
+        """Threads created or opened through this client: id -> (user id, agent id)."""
 
     @property
     def store(self) -> Any:
@@ -114,16 +127,28 @@ class OracleAgentMemory:
 
     # --- lifetime -------------------------------------------------------------------------
     def close(self, /, timeout: float | None = 300.0) -> None:
-        """Stop accepting work and release the store the client built (idempotent)."""
+        """Stop accepting background work, wait for what was accepted (up to ``timeout``
+        seconds; it returns even if some is unfinished), release the store the client built.
+        Idempotent."""
         if self._closed:
             return
         self._closed = True
+        if not self._background.close(timeout):
+            LOG.warning("closing with background work still running after %s s", timeout)
         if self._owns_store:
             self._store.close()
 
     def wait_for_memory_extraction(self, /, timeout: float | None = 300.0) -> None:
-        """Wait for background extraction accepted by this client (none runs in this release:
-        extraction is refused when a thread opens, so there is never work to wait for)."""
+        """Wait up to ``timeout`` seconds for the background extraction this client accepted
+        before the call (failed work counts as finished)."""
+        self._background.wait(None, timeout)
+
+    def _wait_for_threads(self, thread_ids: builtins.list[str], what: str) -> None:
+        """Before deleting: wait up to 300 s for the accepted work of these threads."""
+        if thread_ids and not self._background.wait(thread_ids, DELETE_WAIT_SECONDS):
+            raise OperationTimeoutError(
+                f"{what} not deleted: earlier background extraction did not finish within "
+                f"{DELETE_WAIT_SECONDS:g} s")
 
     def __enter__(self) -> OracleAgentMemory:
         return self
@@ -156,8 +181,9 @@ class OracleAgentMemory:
         thread_llm = self._llm if llm is NOT_SET_MARKER else llm
         runtime = saved_payload(None, overrides)
         settings_now = resolve_settings(overrides, runtime, self._client_layer)
-        self._check_extraction(settings_now.extraction.extract_memories, thread_llm)
+        self._check_extraction(settings_now, thread_llm)
         self._store._create_thread(thread_id, user_id, agent_id, metadata, runtime or None)
+        self._known_threads[thread_id] = (user_id, agent_id)
         return OracleThread(self, thread_id, user_id, agent_id, metadata, settings_now,
                             thread_llm, self._pick_search_config(search_config))
 
@@ -206,7 +232,11 @@ class OracleAgentMemory:
         return [r for r in records if isinstance(r, ThreadRecord)]
 
     def delete_thread(self, /, thread_id: str) -> int:
-        """Delete a thread with its messages, memories, summaries and retrieval rows."""
+        """Delete a thread with its messages, memories, summaries and retrieval rows, after the
+        thread's earlier background extraction (through this client) has finished."""
+        check_required_id(thread_id, "thread_id")
+        self._wait_for_threads([thread_id], f"thread {thread_id!r}")
+        self._known_threads.pop(thread_id, None)
         return int(self._store.delete_thread(thread_id))
 
     def _thread_record(self, thread_id: str) -> ThreadRecord:
@@ -221,23 +251,23 @@ class OracleAgentMemory:
               search_config: Any) -> OracleThread:
         settings = resolve_settings(overrides, record.runtime_config, self._client_layer)
         thread_llm = self._llm if llm is NOT_SET_MARKER else llm
-        self._check_extraction(settings.extraction.extract_memories, thread_llm)
+        self._check_extraction(settings, thread_llm)
         metadata = record.metadata if isinstance(record.metadata, dict) else None
+        self._known_threads[record.id] = (record.user_id, record.agent_id)
         return OracleThread(self, record.id, record.user_id, record.agent_id, metadata, settings,
                             thread_llm, self._pick_search_config(search_config))
 
-    def _check_extraction(self, extract_memories: bool, llm: Any) -> None:
-        if not extract_memories:
-            return
-        if llm is None:
+    def _check_extraction(self, settings: ThreadSettings, llm: Any) -> None:
+        if settings.extraction.enable_context_summary:
+            raise UnsupportedFeatureError(
+                "context summaries are not available in this release; pass "
+                "MemoryExtractionConfig(enable_context_summary=False)",
+                argument="enable_context_summary")
+        if settings.extraction.extract_memories and llm is None:
             raise InvalidArgumentError(
                 "automatic memory extraction needs an llm: pass llm=..., or "
                 "memory_extraction_config=MemoryExtractionConfig(extract_memories=False)",
                 argument="llm")
-        raise UnsupportedFeatureError(
-            "automatic memory extraction is not available in this release; pass "
-            "memory_extraction_config=MemoryExtractionConfig(extract_memories=False)",
-            argument="extract_memories")
 
     def _pick_search_config(self, search_config: Any) -> Any:
         return self._search_config if search_config is NOT_SET_MARKER else search_config
@@ -267,11 +297,19 @@ class OracleAgentMemory:
 
     def delete_user(self, /, user_id: str, cascade: bool = True) -> int:
         """Delete a user profile; ``cascade`` also deletes the user's threads, messages and
-        memories, in one transaction."""
+        memories, in one transaction (after the background extraction of the user's known
+        threads)."""
+        check_required_id(user_id, "user_id")
+        self._wait_for_threads([t for t, (u, _) in self._known_threads.items() if u == user_id],
+                               f"user {user_id!r}")
         return int(self._store.delete("user_profile", user_id, cascade=cascade))
 
     def delete_agent(self, /, agent_id: str, cascade: bool = True) -> int:
-        """Delete an agent profile; ``cascade`` also deletes the agent's scoped records."""
+        """Delete an agent profile; ``cascade`` also deletes the agent's scoped records (after
+        the background extraction of the agent's known threads)."""
+        check_required_id(agent_id, "agent_id")
+        self._wait_for_threads([t for t, (_, a) in self._known_threads.items() if a == agent_id],
+                               f"agent {agent_id!r}")
         return int(self._store.delete("agent_profile", agent_id, cascade=cascade))
 
     # --- memories -------------------------------------------------------------------------
@@ -296,14 +334,14 @@ class OracleAgentMemory:
         if (memory_id_to_link is NOT_SET_MARKER) != (link_type is NOT_SET_MARKER):
             raise InvalidArgumentError("memory_id_to_link and link_type go together",
                                        argument="memory_id_to_link")
+        if autonomous_linking is not NOT_SET_MARKER and not isinstance(autonomous_linking,
+                                                                       bool):
+            raise InvalidArgumentTypeError("autonomous_linking must be a bool",
+                                           argument="autonomous_linking")
         if autonomous_linking is True and self._llm is None:
             raise InvalidArgumentError("autonomous_linking=True needs the client's llm",
                                        argument="autonomous_linking")
-        if autonomous_linking is True or (autonomous_linking is NOT_SET_MARKER
-                                          and self._llm is not None):
-            raise UnsupportedFeatureError(
-                "autonomous linking is not available in this release; pass "
-                "autonomous_linking=False", argument="autonomous_linking")
+        link_autonomously = self._llm is not None and autonomous_linking is not False
         target: Record | None = None
         if memory_id_to_link is not NOT_SET_MARKER:
             target = self._memory(memory_id_to_link, "memory_id_to_link")
@@ -321,7 +359,25 @@ class OracleAgentMemory:
                 new_id, record_type, target.id, target.record_type, link_type,
                 relation_ids=_one(link_id), timestamps=_one(link_timestamp),
                 metadata=_one(link_metadata))
+        if link_autonomously:
+            self._link_new_memory(new_id, record_type, content)
         return new_id
+
+    def _link_new_memory(self, memory_id: str, record_type: str, content: str) -> None:
+        """Autonomous linking: best effort, the memory stays stored whatever happens."""
+        if self._llm is None:
+            return
+        stored = self._store.get(record_type, memory_id)
+        scope = ThreadScope(str(getattr(stored, "thread_id", "") or ""),
+                            getattr(stored, "user_id", None), None)
+        settings = resolve_extraction(self._client_layer.extraction)
+        try:
+            link_memories(self._store, self._llm, scope,
+                          [StoredMemory(memory_id, record_type, content)],
+                          settings.memory_link_extraction_token_limit,
+                          settings.memory_link_extraction_custom_instructions)
+        except Exception:
+            LOG.warning("autonomous linking of memory %r failed", memory_id, exc_info=True)
 
     def update_memory(self, /, memory_id: str, content: Any = NOT_SET_MARKER,
                       metadata: Any = NOT_SET_MARKER, timestamp: Any = NOT_SET_MARKER,
@@ -347,6 +403,9 @@ class OracleAgentMemory:
             record = self._memory(memory_id, "memory_id")
         except RecordKeyError:
             return 0
+        thread_id = getattr(record, "thread_id", None)
+        if thread_id is not None:
+            self._wait_for_threads([thread_id], f"memory {memory_id!r}")
         return int(self._store.delete(record.record_type, memory_id))
 
     def list_memories(self, /, user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import builtins
+import functools
+import logging
 from typing import TYPE_CHECKING, Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
@@ -16,13 +18,17 @@ from oracleagentmemory.core._client_search import (
     search_records,
     thread_scope,
 )
+from oracleagentmemory.core._extraction import ThreadScope, extract_memories
 from oracleagentmemory.core._messages import message_columns, message_content_parts, to_message
 from oracleagentmemory.core._thread_settings import ThreadSettings
 from oracleagentmemory.core._validation import check_required_id
+from oracleagentmemory.core.memoryextraction import MemoryExtractionMode
 from oracleagentmemory.errors import InvalidArgumentTypeError, RecordKeyError
 
 if TYPE_CHECKING:
     from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
+
+LOG = logging.getLogger("oracleagentmemory.thread")
 
 RECENT_MESSAGE_WINDOW = 100
 """How many recent messages :meth:`OracleThread.get_messages` returns by default."""
@@ -102,11 +108,83 @@ class OracleThread:
         columns = message_columns(messages, metadata)
         ids = [None if i is None else check_required_id(i, "messages.id")
                for i in columns.record_ids]
-        return [str(i) for i in self._store.add(
+        added = [str(i) for i in self._store.add(
             columns.contents, "message", record_ids=ids, thread_ids=self._thread_id,
             user_ids=self._user_id, agent_ids=self._agent_id, roles=columns.roles,
             timestamps=columns.timestamps, metadata=columns.metadata, ttl_days=ttl_days,
             ttl_anchor=ttl_anchor, **store_kwargs)]
+        self._extract_after(added)
+        return added
+
+    # --- automatic memory extraction ------------------------------------------------------
+    def _extract_after(self, message_ids: builtins.list[str]) -> None:
+        """Run (inline) or queue (background) the extraction that these new messages make due.
+
+        Raises:
+            OperationTimeoutError: the background queue stayed full under ``WAIT_THEN_RAISE``
+                (the messages are stored).
+        """
+        extraction = self._settings.extraction
+        if not extraction.extract_memories or self._llm is None:
+            return
+        sources = self._due_sources(message_ids, extraction.memory_extraction_frequency)
+        if not sources:
+            return
+        description = f"memory extraction for thread {self._thread_id!r}"
+        job = functools.partial(self._extract, sources)
+        if extraction.extraction_mode is MemoryExtractionMode.INLINE:
+            try:
+                job()
+            except Exception:  # the raw messages are stored; only derived memories are lost
+                LOG.warning("%s failed", description, exc_info=True)
+            return
+        self._client._background.submit(
+            self._thread_id, job, description,
+            extraction.background_extraction_queue_full_behavior,
+            extraction.background_extraction_queue_put_timeout_seconds)
+
+    def _due_sources(self, message_ids: builtins.list[str],
+                     frequency: int) -> builtins.list[str]:
+        """The messages an extraction pass covers now (none when it is not due yet).
+
+        With a positive ``frequency``, messages accumulate in the thread's runtime state until
+        that many are waiting; otherwise every append is one pass over its new messages.
+        """
+        if frequency <= 0:
+            return message_ids
+        record = self._store.get("thread", self._thread_id)
+        state = dict(getattr(record, "runtime_state", None) or {})
+        pending = [*state.get("extraction_pending", []), *message_ids]
+        due = len(pending) >= frequency
+        state["extraction_pending"] = [] if due else pending
+        self._store._update_thread(self._thread_id, runtime_state=state)
+        return pending if due else []
+
+    def _extract(self, source_ids: builtins.list[str]) -> None:
+        """One extraction pass over ``source_ids`` (runs as the user who added them)."""
+        settings = self._settings.extraction
+        newest = self._store.get("message", source_ids[-1])
+        if not isinstance(newest, MessageRecord):
+            return  # deleted before the pass ran
+        # The conversation ends at the newest source: later messages belong to later passes.
+        window = max(settings.memory_extraction_window, len(source_ids))
+        conversation = self._store.list_thread_messages(
+            self._thread_id, last_n=window, range_end_seq_no=newest.seq_no + 1)
+        wanted = set(source_ids)
+        sources = [m for m in conversation if m.id in wanted]
+        if not sources:
+            return  # deleted before the pass ran
+        if settings.memory_extraction_window < 0:
+            conversation = sources
+        assert self._llm is not None
+        extract_memories(self._store, self._llm,
+                         ThreadScope(self._thread_id, self._user_id, self._agent_id),
+                         conversation, sources, settings,
+                         self._settings.max_message_token_length)
+
+    def wait_for_memory_extraction(self, /, timeout: float | None = 300.0) -> None:
+        """Wait up to ``timeout`` seconds for this thread's accepted background extraction."""
+        self._client._background.wait([self._thread_id], timeout)
 
     def get_messages(self, /, *, start: Any = NOT_SET_MARKER, end: Any = NOT_SET_MARKER,
                      include_image_bytes: Any = NOT_SET_MARKER) -> builtins.list[Message]:
@@ -157,7 +235,14 @@ class OracleThread:
         return message_id
 
     def delete_message(self, /, message_id: str) -> int:
-        """Delete one raw message of this thread (derived memories stay); 0 if it is not one."""
+        """Delete one raw message of this thread (derived memories stay); 0 if it is not one.
+
+        Waits first for this thread's earlier background extraction (up to 300 s).
+
+        Raises:
+            OperationTimeoutError: that extraction did not finish in time (nothing deleted).
+        """
+        self._client._wait_for_threads([self._thread_id], f"message {message_id!r}")
         try:
             self._own_message(message_id)
         except RecordKeyError:
@@ -227,6 +312,7 @@ class OracleThread:
         return self._client.delete_record_link(**kwargs)
 
     add_messages_async = AsyncTwin(add_messages)
+    wait_for_memory_extraction_async = AsyncTwin(wait_for_memory_extraction)
     get_messages_async = AsyncTwin(get_messages)
     get_message_async = AsyncTwin(get_message)
     update_message_async = AsyncTwin(update_message)
