@@ -24,7 +24,6 @@ from oracleagentmemory.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
     RecordKeyError,
-    UnsupportedFeatureError,
 )
 
 StoreFactory = Callable[..., OracleDBMemoryStore]
@@ -79,21 +78,20 @@ def test_client_builds_its_store_from_a_connection_and_closes_it(pg_url: str) ->
     asyncio.run(client.close_async())
 
 
-def test_extraction_needs_an_llm_and_is_refused_until_available(make_store: StoreFactory) -> None:
+def test_extraction_needs_an_llm(make_store: StoreFactory) -> None:
     store = make_store()
     without_llm = OracleAgentMemory(store=store)
     with pytest.raises(InvalidArgumentError, match="llm"):
         without_llm.create_thread(thread_id="t1", user_id="u1")
-    with_llm = OracleAgentMemory(store=store, llm=SilentLlm())
-    with pytest.raises(UnsupportedFeatureError, match="extract_memories=False"):
-        with_llm.create_thread(thread_id="t1", user_id="u1")
     assert store.get("thread", "t1") is None  # refused before anything is written
-    # positive control: the same client with extraction off for that thread works
-    thread = with_llm.create_thread(thread_id="t1", user_id="u1",
-                                    memory_extraction_config=NO_EXTRACTION)
+    # positive controls: extraction off for that thread, or a model given
+    thread = without_llm.create_thread(thread_id="t1", user_id="u1",
+                                       memory_extraction_config=NO_EXTRACTION)
     assert thread.thread_id == "t1"
-    # ... and the thread's saved setting holds when it is reopened
-    assert with_llm.get_thread("t1").settings.extraction.extract_memories is False
+    assert without_llm.get_thread("t1").settings.extraction.extract_memories is False
+    with_llm = OracleAgentMemory(store=store, llm=SilentLlm())
+    assert with_llm.create_thread(thread_id="t2", user_id="u1").settings.extraction \
+        .extract_memories is True
 
 
 # --- the client page's examples (extraction off: no model is needed) ---------------------------

@@ -155,7 +155,7 @@ def test_a_full_queue_drops_the_work_and_keeps_the_message(
         assert waited >= wait
     gate.release.set()
     client.wait_for_memory_extraction(timeout=10)
-    assert sorted(m.content for m in client.list_memories(user_id="u1")) == ["first", "second"]
+    assert sorted(str(m.content) for m in client.list_memories(user_id="u1")) == ["first", "second"]
     assert thread.get_message(third).content == "three"
 
 
@@ -247,7 +247,8 @@ def test_post_extraction_links_new_memories_to_similar_ones(store: OracleDBMemor
         [{"role": "user", "content": "I moved to Paris"}])
     [relation] = store.list_relations(target_record_id="old")
     assert relation.relation_type == "supersedes"
-    assert store.get("fact", "old").status.value == "invalid"  # superseded
+    old = store.get("fact", "old")
+    assert old is not None and old.status.value == "invalid"  # superseded
 
 
 def test_context_summaries_are_refused_until_built(store: OracleDBMemoryStore) -> None:
