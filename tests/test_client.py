@@ -5,12 +5,14 @@ end-user context rules."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from oracleagentmemory.apis import Message, TextContent
 from oracleagentmemory.apis.llms import ILlm, LlmResponse
+from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
 from oracleagentmemory.core import (
     MemoryExtractionConfig,
     OracleAgentMemory,
@@ -18,7 +20,9 @@ from oracleagentmemory.core import (
     OracleThread,
     SchemaPolicy,
 )
+from oracleagentmemory.core._tokens import estimate_tokens
 from oracleagentmemory.core.embedders.hashing import HashingEmbedder
+from oracleagentmemory.core.searchconfig import PruningMemorySearchConfig, TopKMemorySearchConfig
 from oracleagentmemory.core.searchresult import OracleSearchResult
 from oracleagentmemory.errors import (
     InvalidArgumentError,
@@ -368,3 +372,63 @@ def test_end_user_appends_number_their_own_thread(dds: Any) -> None:
         thread.delete_message(ids[1])
         [again] = thread.add_messages([{"role": "user", "content": "c"}])
         assert store.get("message", again).seq_no == 2
+
+
+# --- search configurations through the client -------------------------------------------------
+class ReversingReranker(IReranker):
+    """Scores documents in reverse order, recording what it was asked."""
+
+    def __init__(self) -> None:
+        self.seen: list[list[str]] = []
+
+    async def rerank_async(self, query: str, documents: list[str],
+                           **kwargs: Any) -> RerankResponse:
+        self.seen.append(documents)
+        return RerankResponse([RerankResponseResult(n, float(n)) for n in range(len(documents))])
+
+
+def _foods(client: OracleAgentMemory) -> None:
+    for n, food in enumerate(["pizza", "pizza pasta", "pizza pasta soup", "pizza pasta soup tea"]):
+        client.add_memory(f"User likes {food}", user_id="u1", memory_id=f"f{n}")
+
+
+def test_token_budgets_through_client_search(client: OracleAgentMemory) -> None:
+    _foods(client)
+    everything = client.search("pizza", user_id="u1", record_types=["memory"])
+    assert len(everything) == 4
+    first_cost = estimate_tokens(everything[0].formatted_content)
+    assert client.search("pizza", user_id="u1", token_budget=first_cost - 1) == []
+    soft = client.search("pizza", user_id="u1", soft_token_budget=first_cost + 1)
+    assert [r.id for r in soft] == [r.id for r in everything[:2]]  # through the first crossing
+    assert len(client.search("pizza", user_id="u1", token_budget=0)) == 4  # 0 disables it
+
+
+def test_top_k_config_with_a_reranker(make_store: StoreFactory) -> None:
+    reranker = ReversingReranker()
+    client = OracleAgentMemory(
+        store=make_store(embedder=HashingEmbedder(64)), memory_extraction_config=NO_EXTRACTION,
+        search_config=TopKMemorySearchConfig(reranker=reranker, reranker_max_candidates=2,
+                                             max_results=3))
+    _foods(client)
+    plain = client.store.search("pizza", 3, user_id="u1", exact_user_match=True)
+    results = client.search("pizza", user_id="u1")
+    assert len(results) == 3  # max_results retrieved
+    assert len(reranker.seen[0]) == 2  # only the first two were reranked
+    assert [r.id for r in results] == [plain[1][0].id, plain[0][0].id, plain[2][0].id]
+    assert len(client.search("pizza", user_id="u1", max_results=1)) == 1
+
+
+def test_pruner_llm_prunes_client_search(make_store: StoreFactory) -> None:
+    def judge(call: Any) -> str:
+        import re as _re
+        numbers = [int(n) for n in _re.findall(r"\[(\d+)\]", call.text)]
+        return json.dumps({"relevant": numbers[:1]})
+
+    from scripted_llm import ScriptedLlm
+    client = OracleAgentMemory(store=make_store(embedder=HashingEmbedder(64)),
+                               memory_extraction_config=NO_EXTRACTION,
+                               pruner_llm=ScriptedLlm(responder=judge))
+    assert isinstance(client._search_config, PruningMemorySearchConfig)
+    _foods(client)
+    pruned = client.search("pizza", user_id="u1", max_results=4)
+    assert 1 <= len(pruned) < 4

@@ -120,17 +120,14 @@ JUDGE = KeywordJudge()
 @pytest.mark.parametrize(("config_class", "settings", "error", "argument"), [
     (MemorySearchConfig, {"token_budget": "10"}, InvalidArgumentTypeError, "token_budget"),
     (MemorySearchConfig, {"token_budget": True}, InvalidArgumentTypeError, "token_budget"),
-    (MemorySearchConfig, {"token_budget": -1}, InvalidArgumentError, "token_budget"),
     (MemorySearchConfig, {"soft_token_budget": 2.5}, InvalidArgumentTypeError,
      "soft_token_budget"),
-    (MemorySearchConfig, {"soft_token_budget": -5}, InvalidArgumentError, "soft_token_budget"),
     (TopKMemorySearchConfig, {"max_results": 0}, InvalidArgumentError, "max_results"),
     (TopKMemorySearchConfig, {"max_results": 1.0}, InvalidArgumentTypeError, "max_results"),
     (TopKMemorySearchConfig, {"reranker_max_candidates": 0}, InvalidArgumentError,
      "reranker_max_candidates"),
     (TopKMemorySearchConfig, {"reranker": "http://rerank"}, InvalidArgumentTypeError,
      "reranker"),
-    (TopKMemorySearchConfig, {"token_budget": -2}, InvalidArgumentError, "token_budget"),
     (PruningMemorySearchConfig, {"pruner": "gpt"}, InvalidArgumentTypeError, "pruner"),
     (PruningMemorySearchConfig, {"pruner": JUDGE, "evaluation_mode": "slow"},
      InvalidArgumentError, "evaluation_mode"),
@@ -258,9 +255,11 @@ def test_per_call_budgets_override_the_configs() -> None:
     assert resolve_token_budgets(None, soft_token_budget=5) == (None, 5)
     assert resolve_token_budgets(NOT_SET_MARKER) == (None, None)
     assert resolve_token_budgets(TopKMemorySearchConfig(token_budget=7)) == (7, None)
-    with pytest.raises(InvalidArgumentError) as caught:
-        apply_token_budgets(results, config, soft_token_budget=-1)
-    assert caught.value.argument == "soft_token_budget"
+    # non-positive budgets disable that bound, as None does
+    assert names(apply_token_budgets(results, config, token_budget=0,
+                                     soft_token_budget=-1)) == ["r0", "r1", "r2"]
+    assert resolve_token_budgets(MemorySearchConfig(token_budget=-1, soft_token_budget=0)) == (
+        None, None)
     with pytest.raises(InvalidArgumentTypeError):
         resolve_token_budgets(config, token_budget="5")  # type: ignore[arg-type]
 

@@ -26,6 +26,10 @@ from oracleagentmemory.apis.records import (
     build_record,
 )
 from oracleagentmemory.apis.relations import RecordRelation
+from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
+from oracleagentmemory.apis.scope import Scope, SearchScope
+from oracleagentmemory.apis.searchconfig import ISearchConfig
+from oracleagentmemory.apis.searchresult import SearchResult, SearchResultFormatConfig
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 
 __all__ = [
@@ -36,10 +40,12 @@ __all__ = [
     "GuidelineRecord",
     "IEmbedder",
     "IMemoryStore",
+    "IReranker",
+    "ISearchConfig",
     "ImageContent",
     "ImageMimeType",
-    "Message",
     "MemoryRecord",
+    "Message",
     "MessageContent",
     "MessageRecord",
     "PendingRecordBatch",
@@ -47,7 +53,13 @@ __all__ = [
     "Record",
     "RecordRelation",
     "RecordStatus",
+    "RerankResponse",
+    "RerankResponseResult",
+    "Scope",
     "ScopedRecord",
+    "SearchResult",
+    "SearchResultFormatConfig",
+    "SearchScope",
     "TextContent",
     "ThreadRecord",
     "ThreadSummaryRecord",

@@ -1,5 +1,6 @@
 """Core implementations: the DB-backed store, schema policies, search and retention settings."""
 
+from oracleagentmemory.apis.searchresult import SearchResultFormatConfig
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
@@ -12,7 +13,15 @@ from oracleagentmemory.core.memoryextraction import (
 )
 from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
+from oracleagentmemory.core.reranker import Reranker
 from oracleagentmemory.core.retention import MemoryRetentionConfig
+from oracleagentmemory.core.searchconfig import (
+    MemorySearchConfig,
+    PruningEvaluationMode,
+    PruningMemorySearchConfig,
+    TopKMemorySearchConfig,
+)
+from oracleagentmemory.core.searchresult import OracleSearchResult, OracleSearchResultFormatConfig
 from oracleagentmemory.core.storebase import OracleMemoryStore
 from oracleagentmemory.core.thread import OracleThread
 from oracleagentmemory.errors import MemoryStoreSchemaError
@@ -24,13 +33,21 @@ __all__ = [
     "MemoryExtractionImageContext",
     "MemoryExtractionMode",
     "MemoryLinkExtractionMode",
-    "OracleAgentMemory",
-    "OracleThread",
     "MemoryRetentionConfig",
+    "MemorySearchConfig",
     "MemoryStoreSchemaError",
+    "OracleAgentMemory",
     "OracleDBMemoryStore",
     "OracleMemoryStore",
+    "OracleSearchResult",
+    "OracleSearchResultFormatConfig",
+    "OracleThread",
+    "PruningEvaluationMode",
+    "PruningMemorySearchConfig",
+    "Reranker",
     "SchemaPolicy",
     "SearchIndexSyncMode",
+    "SearchResultFormatConfig",
     "SearchStrategy",
+    "TopKMemorySearchConfig",
 ]

@@ -16,6 +16,11 @@ from typing import Any
 from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
 from oracleagentmemory.apis.scope import SearchScope
 from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.core._postsearch import (
+    apply_token_budgets,
+    retrieval_limit,
+    run_post_search,
+)
 from oracleagentmemory.core.searchresult import OracleSearchResult
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
@@ -90,42 +95,34 @@ def _resolved(scope: SearchScope, user: Any, exact_user: bool, agent: Any, exact
     return ResolvedScope(user, agent, thread, **flags)
 
 
-def check_max_results(value: object) -> int:
-    """``max_results``: omitted is 10, else an int of at least 1."""
-    if value is NOT_SET_MARKER:
-        return DEFAULT_MAX_RESULTS
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgumentTypeError("max_results must be an int", argument="max_results")
-    if value < 1:
-        raise InvalidArgumentError(f"max_results must be at least 1, got {value}",
-                                   argument="max_results")
-    return value
-
-
 def search_records(store_search: Callable[..., list[tuple[Any, float]]], query: str,
-                   scope: ResolvedScope, max_results: int, *, record_types: object,
+                   scope: ResolvedScope, *, config: Any, max_results: object,
+                   token_budget: object, soft_token_budget: object, record_types: object,
                    metadata_filter: object, num_hops: object, max_linked_results: object,
                    include_invalid_results: object) -> list[SearchResult]:
-    """Run the store search under ``scope``; each match becomes an :class:`OracleSearchResult`."""
+    """The store search under ``scope``, then the search configuration: reranking over its
+    candidates, the top-k cut or LLM pruning, and the token budgets of the formatted results."""
     if not isinstance(query, str):
         raise InvalidArgumentTypeError("query must be a str", argument="query")
+    # The direct-result limit applies to retrieval, before reranking and pruning (spec 004).
+    limit = retrieval_limit(config, max_results, DEFAULT_MAX_RESULTS)  # type: ignore[arg-type]
     options: dict[str, Any] = {}
     if record_types is not NOT_SET_MARKER and record_types is not None:
         if isinstance(record_types, str):
             raise InvalidArgumentTypeError("record_types must be a list of record types",
                                            argument="record_types")
         options["record_types"] = set(record_types)  # type: ignore[call-overload]
-    if metadata_filter is not NOT_SET_MARKER:
-        options["metadata_filter"] = metadata_filter
-    if num_hops is not NOT_SET_MARKER:
-        options["num_hops"] = num_hops
-    if max_linked_results is not NOT_SET_MARKER:
-        options["max_linked_results"] = max_linked_results
-    if include_invalid_results is not NOT_SET_MARKER:
-        options["include_invalid_results"] = include_invalid_results
-    matches = store_search(
-        query, max_results, user_id=scope.user_id, agent_id=scope.agent_id,
+    for name, value in (("metadata_filter", metadata_filter), ("num_hops", num_hops),
+                        ("max_linked_results", max_linked_results),
+                        ("include_invalid_results", include_invalid_results)):
+        if value is not NOT_SET_MARKER:
+            options[name] = value
+    candidates = store_search(
+        query, limit, user_id=scope.user_id, agent_id=scope.agent_id,
         thread_id=scope.thread_id, exact_user_match=scope.exact_user_match,
         exact_agent_match=scope.exact_agent_match, exact_thread_match=scope.exact_thread_match,
         **options)
-    return [OracleSearchResult(distance, record) for record, distance in matches]
+    kept = run_post_search(config, query, candidates)
+    results = [OracleSearchResult(distance, record) for record, distance in kept]
+    return apply_token_budgets(results, config, token_budget=token_budget,  # type: ignore[arg-type]
+                               soft_token_budget=soft_token_budget)  # type: ignore[arg-type]

@@ -141,7 +141,7 @@ def resolve_token_budgets(config: ISearchConfig | None | _NotSetMarker,
                           soft_token_budget: int | None | _NotSetMarker = NOT_SET_MARKER,
                           ) -> tuple[int | None, int | None]:
     """The ``(hard, soft)`` budgets of a call: each per-call value overrides the config's
-    (``None`` disables it); omitted everywhere means no budget.
+    (``None`` or a non-positive value disables it); omitted everywhere means no budget.
 
     Raises:
         InvalidArgumentTypeError / InvalidArgumentError: a per-call budget is not a
@@ -155,7 +155,8 @@ def resolve_token_budgets(config: ISearchConfig | None | _NotSetMarker,
     def pick(call: int | None | _NotSetMarker, configured: int | None | _NotSetMarker,
              ) -> int | None:
         value = configured if isinstance(call, _NotSetMarker) else call
-        return None if isinstance(value, _NotSetMarker) else value
+        return None if isinstance(value, _NotSetMarker) or value is None or value <= 0 \
+            else value
 
     return (pick(token_budget, base.token_budget),
             pick(soft_token_budget, base.soft_token_budget))

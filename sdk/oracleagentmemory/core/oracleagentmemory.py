@@ -20,10 +20,10 @@ from oracleagentmemory.apis.records import (
     ThreadRecord,
     UserProfileRecord,
 )
+from oracleagentmemory.apis.searchconfig import ISearchConfig
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core._background import BackgroundWork
 from oracleagentmemory.core._client_search import (
-    check_max_results,
     client_scope,
     given_scope,
     search_records,
@@ -39,6 +39,7 @@ from oracleagentmemory.core._thread_settings import (
 from oracleagentmemory.core._validation import check_required_id
 from oracleagentmemory.core.memoryextraction import resolve_extraction
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
+from oracleagentmemory.core.searchconfig import PruningMemorySearchConfig
 from oracleagentmemory.core.storebase import OracleMemoryStore
 from oracleagentmemory.core.thread import OracleThread
 from oracleagentmemory.engines.interfaces import UNSET
@@ -110,7 +111,13 @@ class OracleAgentMemory:
             self._owns_store = True
         self._llm = None if llm is NOT_SET_MARKER else llm
         self._pruner_llm = None if pruner_llm is NOT_SET_MARKER else pruner_llm
-        self._search_config = None if search_config is NOT_SET_MARKER else search_config
+        if search_config is NOT_SET_MARKER:
+            search_config = None if self._pruner_llm is None else PruningMemorySearchConfig(
+                pruner=self._pruner_llm)
+        elif search_config is not None and not isinstance(search_config, ISearchConfig):
+            raise InvalidArgumentTypeError("search_config must be a MemorySearchConfig",
+                                           argument="search_config")
+        self._search_config = search_config
         self._client_layer = parse_overrides(
             memory_extraction_config, image_input_limit_config,
             extract_memories=extract_memories,
@@ -495,19 +502,13 @@ class OracleAgentMemory:
             "exact_user_match": exact_user_match, "exact_agent_match": exact_agent_match,
             "exact_thread_match": exact_thread_match})
         resolved = client_scope(given, self._store._default_user_id())
-        results = search_records(
-            self._store.search, query, resolved, check_max_results(max_results),
-            record_types=record_types, metadata_filter=metadata_filter, num_hops=num_hops,
+        return search_records(
+            self._store.search, query, resolved, config=self._search_config,
+            max_results=max_results, token_budget=token_budget,
+            soft_token_budget=soft_token_budget, record_types=record_types,
+            metadata_filter=metadata_filter, num_hops=num_hops,
             max_linked_results=max_linked_results,
             include_invalid_results=include_invalid_results)
-        return self._finish_search(query, results, self._search_config, token_budget,
-                                   soft_token_budget)
-
-    def _finish_search(self, query: str, results: builtins.list[SearchResult],
-                       search_config: Any, token_budget: Any,
-                       soft_token_budget: Any) -> builtins.list[SearchResult]:
-        """Apply the search configuration (reranking, pruning) and the token budgets."""
-        return results
 
     close_async = AsyncTwin(close)
     wait_for_memory_extraction_async = AsyncTwin(wait_for_memory_extraction)

@@ -36,19 +36,17 @@ class PruningEvaluationMode(str, Enum):
 
 
 def check_budget(value: object, name: str) -> None:
-    """Raise unless ``value`` is omitted, ``None`` or a non-negative int.
+    """Raise unless ``value`` is omitted, ``None`` or an int (a non-positive budget disables
+    that bound, as ``None`` does).
 
     Raises:
         InvalidArgumentTypeError: not an int (``bool`` included).
-        InvalidArgumentError: negative.
     """
     if value is None or isinstance(value, _NotSetMarker):
         return
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidArgumentTypeError(
             f"{name} must be an int or None, got {type(value).__name__}", argument=name)
-    if value < 0:
-        raise InvalidArgumentError(f"{name} must be >= 0, got {value}", argument=name)
 
 
 def check_positive_int(value: object, name: str) -> None:

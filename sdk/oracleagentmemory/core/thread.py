@@ -13,7 +13,6 @@ from oracleagentmemory.apis.message import Message
 from oracleagentmemory.apis.records import MessageRecord
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core._client_search import (
-    check_max_results,
     given_scope,
     search_records,
     thread_scope,
@@ -275,13 +274,13 @@ class OracleThread:
             "exact_user_match": exact_user_match, "exact_agent_match": exact_agent_match,
             "exact_thread_match": exact_thread_match})
         resolved = thread_scope(given, self._user_id, self._agent_id, self._thread_id)
-        return self._client._finish_search(
-            query, search_records(
-                self._store.search, query, resolved, check_max_results(max_results),
-                record_types=record_types, metadata_filter=metadata_filter, num_hops=num_hops,
-                max_linked_results=max_linked_results,
-                include_invalid_results=include_invalid_results),
-            self._search_config, token_budget, soft_token_budget)
+        return search_records(
+            self._store.search, query, resolved, config=self._search_config,
+            max_results=max_results, token_budget=token_budget,
+            soft_token_budget=soft_token_budget, record_types=record_types,
+            metadata_filter=metadata_filter, num_hops=num_hops,
+            max_linked_results=max_linked_results,
+            include_invalid_results=include_invalid_results)
 
     # --- memories and links in the thread's scope -----------------------------------------
     def add_memory(self, /, content: str, **arguments: Any) -> str:
