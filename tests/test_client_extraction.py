@@ -279,44 +279,71 @@ def test_delete_thread_waits_for_its_extraction(store: OracleDBMemoryStore) -> N
 
 # --- background work runs as the user who queued it ---------------------------------------
 def test_background_jobs_run_as_the_user_who_queued_them(dds: Any) -> None:
+    """One client and one small pool shared by two end users, as a gateway runs it: each queued
+    job runs as the user who queued it, after that user's request scope has ended."""
+    from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
+
     store_id = dds.new_store(vector_dim=None)
     seen: dict[str, str] = {}
-    gates = {"alice": threading.Event(), "bob": threading.Event()}
+    gate = threading.Event()
 
     def answer(call: ScriptedCall) -> str:
         user = "alice" if "from alice" in call.text else "bob"
         context = active_security_context()
         seen[user] = context.verified_username() if context is not None else "none"
-        assert gates[user].wait(30)
+        assert gate.wait(30)
         return memories((f"memory of {user}", "memory"))
 
-    llm = ScriptedLlm(responder=answer)
     contexts = {user: dds.context(user) for user in ("alice", "bob")}
-    from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
-
-    stores: dict[str, Any] = {}
-    clients: dict[str, OracleAgentMemory] = {}
+    with OracleMemoryEndUserSecurityContext(contexts["alice"]):
+        store = OracleDBMemoryStore(None, dds.runtime_url, schema_policy="no_check",
+                                    memory_store_id=store_id, schema_owner="oam_test_owner")
+    client = client_for(store, ScriptedLlm(responder=answer), extraction_mode=BACKGROUND)
     try:
-        for user in ("alice", "bob"):
+        for user in ("alice", "bob", "alice", "bob"):  # interleaved requests
             with OracleMemoryEndUserSecurityContext(contexts[user]):
-                stores[user] = OracleDBMemoryStore(
-                    None, dds.runtime_url, schema_policy="no_check", memory_store_id=store_id,
-                    schema_owner="oam_test_owner")
-                clients[user] = client_for(stores[user], llm, extraction_mode=BACKGROUND)
-                clients[user].create_thread(thread_id=f"{user}-t").add_messages(
-                    [{"role": "user", "content": f"hello from {user}"}])
-        gates["bob"].set()  # bob's job may finish first; alice's is still queued or running
-        gates["alice"].set()
-        for user in ("alice", "bob"):
-            clients[user].wait_for_memory_extraction(timeout=20)
+                thread = client.create_thread(thread_id=f"{user}-{len(seen)}-{time.time_ns()}")
+                thread.add_messages([{"role": "user", "content": f"hello from {user}"}])
+        gate.set()  # every job runs after the request scope that queued it has ended
+        client.wait_for_memory_extraction(timeout=20)
         assert seen == {"alice": "alice", "bob": "bob"}
         for user in ("alice", "bob"):
             with OracleMemoryEndUserSecurityContext(contexts[user]):
-                mine = clients[user].list_memories()
-                assert [(m.content, m.user_id) for m in mine] == [(f"memory of {user}", user)]
+                mine = client.list_memories()
+                assert [(m.content, m.user_id) for m in mine] == [(f"memory of {user}", user)] * 2
     finally:
-        for user, client in clients.items():
-            with OracleMemoryEndUserSecurityContext(contexts[user]):
-                client.close()
-        for store in stores.values():
-            store.close()
+        client.close()
+        store.close()
+
+
+def test_background_job_whose_context_is_refused_fails_closed(
+        dds: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """A job queued inside alice's context whose context is refused by the time it runs (as a
+    revoked application's would be) writes nothing; the message stays. Positive control: the
+    job before it, with the valid context, writes its memory."""
+    from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
+    from oracleagentmemory.engines import create_end_user_security_context
+
+    store_id = dds.new_store(vector_dim=None)
+    gate = Gate(memories(("first memory", "memory")))
+    context = dds.context("alice")
+    with OracleMemoryEndUserSecurityContext(context):
+        store = OracleDBMemoryStore(None, dds.runtime_url, schema_policy="no_check",
+                                    memory_store_id=store_id, schema_owner="oam_test_owner")
+        client = client_for(store, ScriptedLlm(gate, memories(("second memory", "memory"))),
+                            extraction_mode=BACKGROUND)
+        thread = client.create_thread(thread_id="t")
+        thread.add_messages([{"role": "user", "content": "one"}])
+        assert gate.entered.wait(10)  # the worker is busy with the first job
+        [second] = thread.add_messages([{"role": "user", "content": "two"}])
+    queued = client._background._pending[-1]
+    # another application's credential on this login: the database refuses it
+    queued.security = create_end_user_security_context(dds.other_app_token, ("alice", None))
+    gate.release.set()
+    client.wait_for_memory_extraction(timeout=20)
+    assert "failed" in caplog.text
+    with OracleMemoryEndUserSecurityContext(context):
+        assert [m.content for m in client.list_memories()] == ["first memory"]
+        assert thread.get_message(second).content == "two"
+    client.close()
+    store.close()
