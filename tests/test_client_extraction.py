@@ -22,7 +22,6 @@ from oracleagentmemory.core import (
 from oracleagentmemory.core.deepsec.context import active_security_context
 from oracleagentmemory.core.embedders.hashing import HashingEmbedder
 from oracleagentmemory.core.llms import LlmServiceError
-from oracleagentmemory.errors import UnsupportedFeatureError
 from scripted_llm import ScriptedCall, ScriptedLlm
 
 StoreFactory = Callable[..., OracleDBMemoryStore]
@@ -249,14 +248,6 @@ def test_post_extraction_links_new_memories_to_similar_ones(store: OracleDBMemor
     assert relation.relation_type == "supersedes"
     old = store.get("fact", "old")
     assert old is not None and old.status.value == "invalid"  # superseded
-
-
-def test_context_summaries_are_refused_until_built(store: OracleDBMemoryStore) -> None:
-    client = OracleAgentMemory(store=store, llm=ScriptedLlm(),
-                               memory_extraction_config=MemoryExtractionConfig(
-                                   enable_context_summary=True))
-    with pytest.raises(UnsupportedFeatureError, match="enable_context_summary"):
-        client.create_thread(thread_id="t", user_id="u1")
 
 
 # --- deletes wait for the work they would race --------------------------------------------

@@ -1,6 +1,7 @@
 """Contracts and value types of the Agent Memory SDK."""
 
 from oracleagentmemory.apis.embedders import IEmbedder
+from oracleagentmemory.apis.llms import ILlm, LlmResponse
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, IMemoryStore, PendingRecordBatch
 from oracleagentmemory.apis.message import (
     ImageContent,
@@ -30,20 +31,24 @@ from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankRes
 from oracleagentmemory.apis.scope import Scope, SearchScope
 from oracleagentmemory.apis.searchconfig import ISearchConfig
 from oracleagentmemory.apis.searchresult import SearchResult, SearchResultFormatConfig
+from oracleagentmemory.apis.summary import ContextCard, Summary
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 
 __all__ = [
     "MAX_LIST_LIMIT",
     "MEMORY_TYPES",
     "AgentProfileRecord",
+    "ContextCard",
     "FactRecord",
     "GuidelineRecord",
     "IEmbedder",
+    "ILlm",
     "IMemoryStore",
     "IReranker",
     "ISearchConfig",
     "ImageContent",
     "ImageMimeType",
+    "LlmResponse",
     "MemoryRecord",
     "Message",
     "MessageContent",
@@ -60,6 +65,7 @@ __all__ = [
     "SearchResult",
     "SearchResultFormatConfig",
     "SearchScope",
+    "Summary",
     "TextContent",
     "ThreadRecord",
     "ThreadSummaryRecord",

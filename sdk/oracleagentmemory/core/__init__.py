@@ -1,9 +1,12 @@
 """Core implementations: the DB-backed store, schema policies, search and retention settings."""
 
 from oracleagentmemory.apis.searchresult import SearchResultFormatConfig
+from oracleagentmemory.core.contextcard import OracleContextCard, OracleSummary
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
+from oracleagentmemory.core.embedders import Embedder, WordLlamaEmbedder
 from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
+from oracleagentmemory.core.llms import Llm, LlmApiType
 from oracleagentmemory.core.memoryextraction import (
     BackgroundExtractionQueueFullBehavior,
     MemoryExtractionConfig,
@@ -28,7 +31,10 @@ from oracleagentmemory.errors import MemoryStoreSchemaError
 
 __all__ = [
     "BackgroundExtractionQueueFullBehavior",
+    "Embedder",
     "ImageInputLimitConfig",
+    "Llm",
+    "LlmApiType",
     "MemoryExtractionConfig",
     "MemoryExtractionImageContext",
     "MemoryExtractionMode",
@@ -37,10 +43,12 @@ __all__ = [
     "MemorySearchConfig",
     "MemoryStoreSchemaError",
     "OracleAgentMemory",
+    "OracleContextCard",
     "OracleDBMemoryStore",
     "OracleMemoryStore",
     "OracleSearchResult",
     "OracleSearchResultFormatConfig",
+    "OracleSummary",
     "OracleThread",
     "PruningEvaluationMode",
     "PruningMemorySearchConfig",
@@ -50,4 +58,5 @@ __all__ = [
     "SearchResultFormatConfig",
     "SearchStrategy",
     "TopKMemorySearchConfig",
+    "WordLlamaEmbedder",
 ]

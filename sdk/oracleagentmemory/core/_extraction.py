@@ -166,9 +166,11 @@ def parse_answer(text: str, model: type[BaseModel]) -> Any:
 
 def extract_memories(store: Any, llm: ILlm, scope: ThreadScope,
                      conversation: Sequence[MessageRecord], sources: Sequence[MessageRecord],
-                     settings: ResolvedExtraction, max_message_tokens: int) -> list[str]:
-    """Ask ``llm`` for memories in ``conversation`` and store them in ``scope``, with metadata
-    inherited from ``sources`` (the messages this pass covers); returns the new memory ids."""
+                     settings: ResolvedExtraction, max_message_tokens: int,
+                     earlier_summary: str | None = None) -> list[str]:
+    """Ask ``llm`` for memories in ``conversation`` (after ``earlier_summary``, the thread's
+    summary, as context) and store them in ``scope``, with metadata inherited from ``sources``
+    (the messages this pass covers); returns the new memory ids."""
     lines = conversation_lines(conversation, max_message_tokens,
                                settings.memory_extraction_token_limit)
     mode = settings.memory_link_extraction_mode
@@ -178,6 +180,8 @@ def extract_memories(store: Any, llm: ILlm, scope: ThreadScope,
     if settings.memory_extraction_custom_instructions:
         system += "\n\n" + settings.memory_extraction_custom_instructions
     user = "Conversation:\n" + "\n".join(lines)
+    if earlier_summary:
+        user = f"Summary of the earlier conversation:\n{earlier_summary}\n\n" + user
     if candidates:
         user += "\n\nExisting memories:\n" + "\n".join(
             f"- [{c.id}] {c.content}" for c in candidates)

@@ -48,7 +48,6 @@ from oracleagentmemory.errors import (
     InvalidArgumentTypeError,
     OperationTimeoutError,
     RecordKeyError,
-    UnsupportedFeatureError,
 )
 
 LOG = logging.getLogger("oracleagentmemory.client")
@@ -265,11 +264,6 @@ class OracleAgentMemory:
                             thread_llm, self._pick_search_config(search_config))
 
     def _check_extraction(self, settings: ThreadSettings, llm: Any) -> None:
-        if settings.extraction.enable_context_summary:
-            raise UnsupportedFeatureError(
-                "context summaries are not available in this release; pass "
-                "MemoryExtractionConfig(enable_context_summary=False)",
-                argument="enable_context_summary")
         if settings.extraction.extract_memories and llm is None:
             raise InvalidArgumentError(
                 "automatic memory extraction needs an llm: pass llm=..., or "
