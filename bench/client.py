@@ -116,7 +116,7 @@ LABELLED: tuple[tuple[str, str], ...] = (
     ("The user works as a pediatric nurse.", "what is their job?"),
     ("They are training for the Boston marathon.", "which running race are they preparing for?"),
     ("The user prefers window seats on flights.", "where do they like to sit on a plane?"),
-    ("Their golden retriever Biscuit is seven years old.", "how old is the pet?"),
+    ("Their golden retriever Biscuit is seven years old.", "what age is the pet?"),
     ("The user is vegetarian and avoids fish.", "do they eat meat?"),
     ("Their wedding anniversary is on June 14.", "when did they get married?"),
     ("The user plays cello in a community orchestra.", "what instrument do they perform on?"),
