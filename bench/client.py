@@ -2,9 +2,10 @@
 
 One store (``--embedder``, WordLlama by default; ``SearchStrategy.VECTOR``) holds ``--memories``
 memories (short sentences from a small seeded vocabulary, all of user ``u`` and agent ``a`` unless
-``--users`` spreads them), loaded with ``store.add``. An ``OracleAgentMemory`` is built over that
-same store (``store=``) with ``MemoryExtractionConfig(extract_memories=False)``. Then, each pair
-timed side by side in one loop, the side that goes first alternating, after untimed warm-up:
+``--users`` spreads them), loaded with ``store.add`` and ``VACUUM ANALYZE``d. An
+``OracleAgentMemory`` is built over that same store (``store=``) with
+``MemoryExtractionConfig(extract_memories=False)``. Then, each pair timed side by side in one
+loop, the side that goes first alternating, after untimed warm-up:
 
 * ``add_messages``: ``thread.add_messages([{"role", "content"}, ...])`` of ``--batch`` messages
   next to ``store.add(contents, "message", thread_ids=t, user_ids=u, agent_ids=a, roles=...)``
@@ -52,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psycopg
 from _embedded import add_server_arguments, bench_server
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core import (
@@ -63,6 +65,8 @@ from oracleagentmemory.core import (
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.embedders import HashingEmbedder, WordLlamaEmbedder
 from oracleagentmemory.core.thread import OracleThread
+from oracleagentmemory.engines.postgres import names as pg_names
+from psycopg import sql
 
 SEED = 20240613
 K = 10
@@ -205,6 +209,14 @@ def load_memories(store: OracleDBMemoryStore, count: int, users: int) -> float:
     seconds = time.perf_counter() - start
     print(f" in {seconds:.1f} s", flush=True)
     return seconds
+
+
+def vacuum_analyze(url: str, store: OracleDBMemoryStore) -> None:
+    """Fresh statistics for the planner (else the first queries after a load plan blind)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        for logical in ("memory", "record_chunks", "message", "thread"):
+            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(
+                pg_names.table(store._names, logical)))
 
 
 # --- measurement --------------------------------------------------------------------------------
@@ -462,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         store = open_store(url, make_embedder(args.embedder))
         try:
             load_memories(store, args.memories, args.users)
+            vacuum_analyze(url, store)
             client = OracleAgentMemory(
                 store=store,
                 memory_extraction_config=MemoryExtractionConfig(extract_memories=False))
