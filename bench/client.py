@@ -18,14 +18,17 @@ loop, the side that goes first alternating, after untimed warm-up:
 Printed: messages/s and per-call p50 of each side, search p50/p95 of each side, the ratios
 (client / store: time per call, i.e. store rate over client rate for ``add_messages``) and the
 median of the per-pair ratios (steadier on a busy machine). Goal (issue 10): client at most 1.2x
-the store call. ``--profile N`` then runs more client calls under ``cProfile`` and prints the N
-functions with the most own time.
+the store call. Then the client's own search steps, timed apart on the store's candidates of
+the same queries (the post-search step, building the results and their ``formatted_content``),
+next to the median per-pair difference. ``--profile N`` then runs more client calls under
+``cProfile`` and prints the N functions with the most own time, and the client's own frames.
 
 Recall: ``LABELLED`` holds short facts about varied topics, each with a paraphrased query that
 shares few words with it. For the hashing embedder and WordLlama, a store (``vector_dim`` from
 the embedder, vector search) holds the facts as memories of one user; each query searches that
 user's memories (``k=10``) and the bench prints recall@1 and recall@10 (fraction of queries whose
-fact is first / in the top 10) and the mean reciprocal rank.
+fact is first / in the top 10), the mean reciprocal rank, and the recall@10 of an exact cosine
+ranking in numpy (a check of the store's search).
 
 Usage::
 
@@ -62,8 +65,10 @@ from oracleagentmemory.core import (
     OracleDBMemoryStore,
     SchemaPolicy,
 )
+from oracleagentmemory.core._postsearch import run_post_search
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.core.embedders import HashingEmbedder, WordLlamaEmbedder
+from oracleagentmemory.core.searchresult import OracleSearchResult
 from oracleagentmemory.core.thread import OracleThread
 from oracleagentmemory.engines.postgres import names as pg_names
 from psycopg import sql
@@ -312,6 +317,35 @@ CLIENT_FRAMES = (r"oracleagentmemory/core/(thread|oracleagentmemory|_client_sear
 """The client's own modules (and the event loop its search runs), for the profile's second view."""
 
 
+def search_pieces(client: OracleAgentMemory, thread: OracleThread, texts: list[str],
+                  pair: Pair) -> dict[str, float]:
+    """Median ms of the client's own search steps, timed apart (interleaved) on the store's
+    candidates for the same queries, next to the median per-pair difference client - store."""
+    store = client.store
+    found = [store.search(text, K, user_id=thread.user_id, agent_id=thread.agent_id,
+                          thread_id=thread.thread_id, exact_user_match=True,
+                          exact_agent_match=True) for text in texts]
+    config = thread._search_config  # what thread.search applies (None: no configuration)
+    steps: dict[str, Callable[[int], Any]] = {
+        "post-search step (run_post_search)": lambda n: run_post_search(config, texts[n],
+                                                                        found[n]),
+        f"{K} OracleSearchResult + formatted_content": lambda n: [
+            OracleSearchResult(d, r).formatted_content for r, d in found[n]],
+    }
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for n in range(len(texts)):
+        order = list(steps.items())[::-1 if n % 2 else 1]
+        for name, step in order:
+            start = time.perf_counter()
+            step(n)
+            times[name].append((time.perf_counter() - start) * 1e3)
+    measured = {name: statistics.median(v) for name, v in times.items()}
+    overhead = statistics.median(c - s for c, s in zip(pair.client, pair.store, strict=True))
+    rest = overhead * 1e3 - sum(measured.values())
+    return {"client - store, median per pair": overhead * 1e3, **measured,
+            "rest (the difference: scope, arguments, noise)": rest}
+
+
 def profile(calls: Sequence[tuple[str, Callable[[int], Any]]], repeat: int, top: int) -> None:
     """Run each client call ``repeat`` more times under cProfile; print the top entries by own
     time, then the client's own frames by cumulative time (where the wrapper's time goes)."""
@@ -342,6 +376,8 @@ class Recall:
     at1: float
     at10: float
     mrr: float
+    exact_at10: float
+    """recall@10 of the exact cosine ranking (numpy), as a check of the store's search."""
 
 
 def measure_recall(url: str, name: str) -> Recall:
@@ -351,6 +387,7 @@ def measure_recall(url: str, name: str) -> Recall:
     try:
         facts = [fact for fact, _ in LABELLED]
         ids = store.add(facts, "memory", user_ids="recall-user")
+        vacuum_analyze(url, store)
         ranks = []
         for fact_id, (_, query) in zip(ids, LABELLED, strict=True):
             found = [record.id for record, _ in store.search(
@@ -362,7 +399,15 @@ def measure_recall(url: str, name: str) -> Recall:
     return Recall(name, embedder.embedding_dimension,
                   sum(r == 1 for r in ranks) / len(ranks),
                   sum(r is not None for r in ranks) / len(ranks),
-                  statistics.mean(1 / r if r else 0.0 for r in ranks))
+                  statistics.mean(1 / r if r else 0.0 for r in ranks), exact_recall(embedder))
+
+
+def exact_recall(embedder: IEmbedder) -> float:
+    """recall@10 of ``LABELLED`` ranked by exact cosine similarity (unit vectors: dot)."""
+    facts = embedder.embed([fact for fact, _ in LABELLED])
+    asked = embedder.embed([query for _, query in LABELLED], is_query=True)
+    order = np.argsort(-(asked @ facts.T), axis=1, kind="stable")[:, :K]
+    return float(np.mean([n in order[n] for n in range(len(LABELLED))]))
 
 
 # --- report -------------------------------------------------------------------------------------
@@ -414,17 +459,29 @@ def print_table(rows: list[Row]) -> bool:
     return met
 
 
+def print_pieces(pieces: dict[str, float]) -> None:
+    print()
+    print("where the client's search time goes (median ms per call; the steps timed apart on the "
+          "store's candidates of the same queries):")
+    for name, ms in pieces.items():
+        print(f"  {name:<44} {ms:7.3f}")
+
+
 def print_recall(results: list[Recall]) -> None:
     print()
     print(f"recall on {len(LABELLED)} labelled (fact, paraphrased query) pairs, the facts "
           f"stored as one user's memories, vector search, k={K} (chance recall@10 "
           f"{K / len(LABELLED):.2f}):")
-    header = f"{'embedder':<12} {'dim':>4} {'recall@1':>9} {'recall@10':>10} {'MRR':>6}"
+    header = (f"{'embedder':<12} {'dim':>4} {'recall@1':>9} {'recall@10':>10} {'MRR':>6} "
+              f"{'exact recall@10':>15}")
     print(header)
     print("-" * len(header))
     for r in results:
-        print(f"{r.embedder:<12} {r.dim:>4} {r.at1:>9.3f} {r.at10:>10.3f} {r.mrr:>6.3f}")
+        print(f"{r.embedder:<12} {r.dim:>4} {r.at1:>9.3f} {r.at10:>10.3f} {r.mrr:>6.3f} "
+              f"{r.exact_at10:>15.3f}")
     print("-" * len(header))
+    print("exact recall@10: the same queries ranked by exact cosine similarity in numpy (a check "
+          "of the store's search)")
 
 
 def reproduce_command(args: argparse.Namespace) -> str:
@@ -488,6 +545,7 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
                 add, add_call = measure_add(client, user, args.rounds, args.warmup, args.batch)
                 print_table(table_rows(add, args.batch, search.pair))
+                print_pieces(search_pieces(client, thread, texts, search.pair))
                 if args.profile:
                     profile([("thread.search + formatted_content", search.client_call),
                              (f"thread.add_messages of {args.batch}", add_call)],

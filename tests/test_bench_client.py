@@ -60,12 +60,14 @@ def test_smoke_run_prints_the_table_the_goal_and_both_recalls(
     assert "results differ on 0 of 7 queries" in out  # the client returns the store's records
     assert re.search(r"^goal: client at most 1\.2x the store call for every row: (met|NOT met)$",
                      out, re.M)
-    recall = {m[0]: (float(m[1]), float(m[2])) for m in re.findall(
-        r"^(hashing|wordllama)\s+\d+\s+([\d.]+)\s+([\d.]+)\s+[\d.]+$", out, re.M)}
+    recall = {m[0]: (float(m[1]), float(m[2]), float(m[3])) for m in re.findall(
+        r"^(hashing|wordllama)\s+\d+\s+([\d.]+)\s+([\d.]+)\s+[\d.]+\s+([\d.]+)$", out, re.M)}
     assert set(recall) == {"hashing", "wordllama"}
     # the paraphrases share no content word with their facts: meaning must carry the search
     assert recall["wordllama"][1] > recall["hashing"][1] + 0.3
     assert recall["wordllama"][0] > recall["hashing"][0]
+    assert recall["wordllama"][2] > recall["hashing"][2] + 0.3  # the exact ranking agrees
+    assert re.search(r"^  post-search step \(run_post_search\)\s+[\d.]+$", out, re.M)
     assert "reproduce: .venv/bin/python bench/client.py --memories 120 --users 2" in out
     assert bench_tables(pg_url, store_prefix(bench)) == 0  # every store it made is dropped
 
