@@ -41,6 +41,9 @@ CHUNK_PARENT_OWNED = AllOf((
                ExistsVisible("message", key="id", column="record_id",
                              where=EndUserIs("user_id")))),
         AllOf((Equals("record_type", "user_profile"), EndUserIs("record_id"))),
+        AllOf((Equals("record_type", "image"),
+               ExistsVisible("document", key="id", column="record_id",
+                             where=EndUserIs("user_id")))),
     )),
 ))
 """A retrieval row is writable when it and the record it indexes are the user's own.
@@ -85,8 +88,8 @@ OWN_USER_ROWS = DataRolePolicy(
             "document", OWN,
             insert_columns=("id", *_SCOPE, "message_id", "mime_type", "description", "bytes",
                             "metadata", *_TIMES, "expires_at", "status"),
-            update_columns=("description", "bytes", "metadata", *_TIMES, "expires_at", "status",
-                            "updated_at"),
+            update_columns=("mime_type", "description", "bytes", "metadata", *_TIMES,
+                            "expires_at", "status", "updated_at"),
             delete=True,
         ),
         TableGrant(

@@ -10,12 +10,13 @@ the identifying fields and leaves out the container-valued ones (``content``, ``
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from oracleagentmemory.apis.message import MessageContent
+from oracleagentmemory.apis.message import ImageMimeType, MessageContent
 from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.errors import InvalidArgumentError
 
@@ -31,6 +32,7 @@ RECORD_TYPES: frozenset[str] = MEMORY_TYPES | PROFILE_TYPES | {
     "thread",
     "message",
     "thread_summary",
+    "image",
 }
 """Every record type the store reads and writes."""
 
@@ -141,6 +143,19 @@ class AgentProfileRecord(Record):
     content: str | None = field(default=None, hash=False)
 
 
+@dataclass(frozen=True, slots=True)
+class ImageRecord(ScopedRecord):
+    """A stored image: ``content`` is its description (what search sees), ``bytes`` the image
+    (``None`` unless requested), ``message_id`` the message it is a part of (``None`` for a
+    standalone image) and ``mime_type`` (keyword-only, required) its format."""
+
+    record_type: str = field(default="image", init=False)
+    content: str | None = field(default=None, hash=False)
+    message_id: str | None = None
+    bytes: builtins.bytes | None = field(default=None, hash=False)
+    mime_type: ImageMimeType = field(kw_only=True)
+
+
 RECORD_CLASS_BY_TYPE: dict[str, type[Record]] = {
     "thread": ThreadRecord,
     "message": MessageRecord,
@@ -151,6 +166,7 @@ RECORD_CLASS_BY_TYPE: dict[str, type[Record]] = {
     "preference": PreferenceRecord,
     "user_profile": UserProfileRecord,
     "agent_profile": AgentProfileRecord,
+    "image": ImageRecord,
 }
 
 
@@ -176,7 +192,8 @@ def build_record(
     ``runtime_config`` or ``linked_results``.
 
     Raises:
-        InvalidArgumentError: ``record_type`` is unknown, or a message has no ``seq_no``.
+        InvalidArgumentError: ``record_type`` is unknown, a message has no ``seq_no`` or an
+            image no (known) ``mime_type``.
     """
     try:
         cls = RECORD_CLASS_BY_TYPE[record_type]
@@ -192,4 +209,12 @@ def build_record(
         fields.update(role=role, seq_no=seq_no)
         if fields["content"] is None:
             fields["content"] = ""
+    if cls is ImageRecord:
+        mime_type = fields.pop("mime_type", None)
+        try:
+            fields["mime_type"] = ImageMimeType(mime_type)
+        except ValueError:
+            raise InvalidArgumentError(
+                f"mime_type: image records require one of "
+                f"{', '.join(m.value for m in ImageMimeType)}, got {mime_type!r}") from None
     return cls(record_id, **fields)

@@ -16,6 +16,7 @@ from oracleagentmemory.filtertree import parse_metadata_filter
 SEARCHABLE_RECORD_TYPES = SEARCHABLE_TYPES
 DEFAULT_SEARCH_RECORD_TYPES: tuple[str, ...] = (
     "message", "memory", "guideline", "fact", "preference", "user_profile", "agent_profile",
+    "image",
 )
 MAX_NUM_HOPS = 5
 

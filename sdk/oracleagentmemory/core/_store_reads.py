@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
 from oracleagentmemory.apis.records import PROFILE_TYPES, MessageRecord, Record
-from oracleagentmemory.core._records import record_from_row
+from oracleagentmemory.core._records import MessageImages, message_image_owners, record_from_row
 from oracleagentmemory.core._validation import (
     check_bool,
     check_limit,
@@ -34,12 +34,13 @@ class StoreReads:
         """Return the visible record ``record_id`` of ``record_type``, or ``None``."""
         record_type = check_record_type(record_type)
         check_required_id(record_id, "record_id")
-        if include_bytes is not NOT_SET_MARKER:
-            check_bool(include_bytes, "include_bytes")
+        with_bytes = _include_bytes(include_bytes)
         with self._session() as session:
-            rows = session.select_records(
-                RecordQuery(record_type=record_type, record_id=record_id, limit=1))
-        return record_from_row(rows[0]) if rows else None
+            rows = session.select_records(RecordQuery(record_type=record_type,
+                                                      record_id=record_id, limit=1,
+                                                      include_bytes=with_bytes))
+            images = _message_images(session, rows, with_bytes)
+        return record_from_row(rows[0], images) if rows else None
 
     def list(self, record_type: str, limit: Any = NOT_SET_MARKER, thread_id: Any = NOT_SET_MARKER,
              user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
@@ -65,11 +66,17 @@ class StoreReads:
             query.metadata_filter = None
         elif metadata_filter is not NOT_SET_MARKER:
             query.metadata_filter = parse_metadata_filter(metadata_filter)
-        if include_bytes is not NOT_SET_MARKER:
-            check_bool(include_bytes, "include_bytes")
+        query.include_bytes = _include_bytes(include_bytes)
+        if query.include_bytes and record_type == "image" and (
+                record_id is NOT_SET_MARKER
+                or all(v is NOT_SET_MARKER for v in (thread_id, user_id, agent_id))):
+            raise InvalidArgumentError(
+                "include_bytes: listing images with their bytes needs an exact record_id and at "
+                "least one user_id, agent_id or thread_id filter", argument="include_bytes")
         with self._session() as session:
             rows = session.select_records(query)
-        return [record_from_row(r) for r in rows]
+            images = _message_images(session, rows, query.include_bytes)
+        return [record_from_row(r, images) for r in rows]
 
     def list_thread_messages(self, thread_id: str, last_n: int | None = None,
                              range_start_seq_no: int | None = None,
@@ -82,9 +89,23 @@ class StoreReads:
             range_start_seq_no=check_seq_no(range_start_seq_no, "range_start_seq_no"),
             range_end_seq_no=check_seq_no(range_end_seq_no, "range_end_seq_no"),
         )
-        if include_bytes is not NOT_SET_MARKER:
-            check_bool(include_bytes, "include_bytes")
+        with_bytes = _include_bytes(include_bytes)
         with self._session() as session:
             rows = session.select_thread_messages(query)
-        records = [record_from_row(r) for r in rows]
+            images = _message_images(session, rows, with_bytes)
+        records = [record_from_row(r, images) for r in rows]
         return [r for r in records if isinstance(r, MessageRecord)]
+
+
+def _include_bytes(value: Any) -> bool:
+    """The ``include_bytes`` option (omitted: ``False``)."""
+    return False if value is NOT_SET_MARKER else check_bool(value, "include_bytes")
+
+
+def _message_images(session: EngineSession, rows: builtins.list[dict[str, Any]],
+                    include_bytes: bool) -> MessageImages | None:
+    """The bytes of the image parts of the message ``rows``, when asked for."""
+    if not include_bytes:
+        return None
+    owners = message_image_owners(rows)
+    return session.select_message_images(owners) if owners else {}

@@ -7,6 +7,11 @@ from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.records import MEMORY_TYPES, PROFILE_TYPES
+from oracleagentmemory.core._images import (
+    IMAGE_MIME_TYPE_KEY,
+    check_image_bytes,
+    split_image_metadata,
+)
 from oracleagentmemory.core._validation import is_single_vector, parse_timestamp, to_vector
 from oracleagentmemory.core._writeplan import (
     EXPIRING_TYPES,
@@ -17,13 +22,15 @@ from oracleagentmemory.core._writeplan import (
     check_metadata,
     check_status,
     embed_missing_vectors,
-    message_content,
+    image_attachments,
+    image_description,
+    message_parts,
     pair_vectors,
     retrieval_chunks,
     summary_content,
 )
 from oracleagentmemory.core.retention import expiry, resolve_ttl_days
-from oracleagentmemory.engines.interfaces import UNSET, ChunkRow, UpdatePlan, Vector
+from oracleagentmemory.engines.interfaces import UNSET, ChunkRow, ImageBody, UpdatePlan, Vector
 from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
@@ -54,10 +61,18 @@ def plan_update(settings: WriteSettings, record_type: str, record_id: str,
         )
     pending = PendingUpdate(UpdatePlan(record_type=record_type, record_id=record_id))
     plan = pending.plan
-    text = _content(plan, given)
+    text = _content(settings, plan, given)
     _retrieval(settings, pending, given, text)
     if "metadata" in given:
         plan.metadata = check_metadata(given["metadata"], "metadata")
+        if record_type == "image":
+            plan.metadata = _image_metadata(plan.metadata, "content" in given)
+    elif record_type == "image" and "content" in given:
+        raise InvalidArgumentError(
+            f"metadata.{IMAGE_MIME_TYPE_KEY} is required to replace an image's content",
+            argument=f"metadata.{IMAGE_MIME_TYPE_KEY}")
+    if record_type == "image" and "index_text" in given:
+        plan.description = image_description(given["index_text"])
     if "timestamp" in given:
         if record_type in PROFILE_TYPES:
             raise InvalidArgumentError(f"timestamp: {record_type} records have no event timestamp")
@@ -68,12 +83,27 @@ def plan_update(settings: WriteSettings, record_type: str, record_id: str,
         plan.status = check_status(given["status"], "status")
     if "ttl_days" in given or "ttl_anchor" in given:
         _ttl(settings, pending, given)
-    if plan.chunks is not UNSET:
-        embed_missing_vectors(settings, [c for c in plan.chunks if "embedding" not in given])
+    missing = [] if plan.chunks is UNSET or "embedding" in given else list(plan.chunks)
+    if plan.attachments is not UNSET:
+        missing.extend(c for a in plan.attachments for c in a.chunks)
+    if missing:
+        embed_missing_vectors(settings, missing)
     return pending
 
 
-def _content(plan: UpdatePlan, given: dict[str, Any]) -> str | None:
+def _image_metadata(metadata: dict[str, Any] | None, replaces_content: bool
+                    ) -> dict[str, Any] | None:
+    """An image's new metadata without the declared type (which only comes with new bytes)."""
+    if not replaces_content:
+        if metadata is not None and IMAGE_MIME_TYPE_KEY in metadata:
+            raise InvalidArgumentError(
+                f"metadata.{IMAGE_MIME_TYPE_KEY}: an image's type changes only with its bytes; "
+                "pass content too", argument=f"metadata.{IMAGE_MIME_TYPE_KEY}")
+        return metadata
+    return split_image_metadata(metadata, "metadata")[1]
+
+
+def _content(settings: WriteSettings, plan: UpdatePlan, given: dict[str, Any]) -> str | None:
     """Store the new content on ``plan``; returns its retrieval text (None when unchanged)."""
     if "content" not in given:
         return None
@@ -81,6 +111,13 @@ def _content(plan: UpdatePlan, given: dict[str, Any]) -> str | None:
     record_type = plan.record_type
     if record_type == "thread":
         raise InvalidArgumentError("content: thread records have no content")
+    if record_type == "image":
+        metadata = given.get("metadata")
+        mime_type, _ = split_image_metadata(
+            metadata if isinstance(metadata, dict) else None, "metadata")
+        plan.content = ImageBody(mime_type, check_image_bytes(
+            value, mime_type, "content", f"metadata.{IMAGE_MIME_TYPE_KEY}"))
+        return None
     if value is None:
         if record_type == "message":
             raise InvalidArgumentError(
@@ -101,8 +138,11 @@ def _content(plan: UpdatePlan, given: dict[str, Any]) -> str | None:
         plan.content = summary_content(value, "content")
         return None
     if record_type == "message":
-        text, parts = message_content(value, "content")
+        text, parts, images = message_parts(value, "content")
         plan.content = (text, parts)
+        # Scope and expiry are the stored message's (the engine sets them).
+        plan.attachments = image_attachments(settings, images, plan.record_id, None, None, None,
+                                             None, None)
         return text
     if not isinstance(value, str):
         raise InvalidArgumentTypeError(f"content must be a str or None for {record_type} records")
@@ -150,7 +190,7 @@ def _retrieval(settings: WriteSettings, pending: PendingUpdate, given: dict[str,
             chunks = check_chunk_list(index_text, "index_text")
         else:
             raise InvalidArgumentTypeError("index_text must be a str, a list of str or None")
-    elif "content" in given:
+    elif "content" in given and plan.record_type != "image":  # an image's text: index_text
         retrieval_text = text or ""
     text_changes = retrieval_text is not None or chunks is not None
     if text_changes:

@@ -18,26 +18,32 @@ import numpy.typing as npt
 
 from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
 from oracleagentmemory.apis.embedders import IEmbedder
-from oracleagentmemory.apis.message import MessageContent, TextContent
+from oracleagentmemory.apis.message import ImageContent, MessageContent, TextContent
 from oracleagentmemory.apis.records import MEMORY_TYPES, PROFILE_TYPES, RECORD_TYPES, RecordStatus
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
+from oracleagentmemory.core._images import (
+    check_image_bytes,
+    check_image_part,
+    split_image_metadata,
+)
 from oracleagentmemory.core._validation import (
     MAX_ID_LENGTH,
     broadcast,
     check_id,
+    check_required_id,
     is_single_vector,
     parse_timestamp,
     to_vector,
 )
 from oracleagentmemory.core.dbsearch import parse_enum
 from oracleagentmemory.core.retention import expiry, resolve_ttl_days
-from oracleagentmemory.engines.interfaces import ChunkRow, RowPlan, Vector
+from oracleagentmemory.engines.interfaces import ChunkRow, Expiry, ImageBody, RowPlan, Vector
 from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-EXPIRING_TYPES = MEMORY_TYPES | {"message"}
+EXPIRING_TYPES = MEMORY_TYPES | {"message", "image"}
 """Types with a time to live."""
-STATUS_TYPES = MEMORY_TYPES | {"message", "thread_summary"}
+STATUS_TYPES = MEMORY_TYPES | {"message", "thread_summary", "image"}
 """Types with a lifecycle status."""
 TEXT_TYPES = MEMORY_TYPES | PROFILE_TYPES
 """Types whose content is plain text."""
@@ -99,26 +105,95 @@ def check_anchor(value: object, argument: str) -> bool:
     return parse_enum(TimeToLiveAnchor, value, argument) is TimeToLiveAnchor.TIMESTAMP
 
 
+@dataclass
+class MessageImage:
+    """A validated image part of a message being written (its bytes go to an image row)."""
+
+    part_id: str
+    body: ImageBody
+
+
+MessageBody = tuple[str, "list[dict[str, Any]] | None", "list[MessageImage]"]
+"""A message's text, its JSON parts (``None`` for plain text) and its image parts."""
+
+
 def message_content(value: object, argument: str) -> tuple[str, list[dict[str, Any]] | None]:
     """Split message content into its text and (for part lists) its JSON parts."""
+    text, parts, _ = message_parts(value, argument)
+    return text, parts
+
+
+def message_parts(value: object, argument: str) -> MessageBody:
+    """Split message content into its text, its JSON parts and its validated image parts.
+
+    The text joins the text parts; an image part keeps its id, timestamp, format and
+    description in the JSON parts, its bytes in the returned :class:`MessageImage`.
+    """
     if isinstance(value, str):
-        return value, None
+        return value, None, []
     if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
         parts: list[dict[str, Any]] = []
         texts: list[str] = []
+        images: list[MessageImage] = []
         for n, part in enumerate(value):
+            where = f"{argument}[{n}]"
             if not isinstance(part, MessageContent):
-                raise InvalidArgumentTypeError(f"{argument}[{n}] must be a MessageContent part")
-            if not isinstance(part, TextContent):
-                raise InvalidArgumentError(
-                    f"{argument}[{n}]: image parts are not supported by this store yet"
-                )
-            parts.append({"type": "text", "id": part.id, "timestamp": part.timestamp,
-                          "text": part.text})
-            texts.append(part.text)
-        return "\n".join(texts), parts
+                raise InvalidArgumentTypeError(f"{where} must be a MessageContent part",
+                                               argument=where)
+            part_id = check_required_id(part.id, f"{where}.id")
+            if any(p["id"] == part_id for p in parts):
+                raise InvalidArgumentError(f"{where}.id: duplicate part id {part_id!r}",
+                                           argument=f"{where}.id")
+            if isinstance(part, TextContent):
+                parts.append({"type": "text", "id": part_id, "timestamp": part.timestamp,
+                              "text": part.text})
+                texts.append(part.text)
+            elif isinstance(part, ImageContent):
+                mime_type, data, description = check_image_part(part, where)
+                parts.append({"type": "image", "id": part_id, "timestamp": part.timestamp,
+                              "mime_type": mime_type, "description": description})
+                images.append(MessageImage(part_id, ImageBody(mime_type, data, description)))
+            else:
+                raise InvalidArgumentTypeError(
+                    f"{where} must be a TextContent or an ImageContent part", argument=where)
+        return "\n".join(texts), parts, images
     raise InvalidArgumentTypeError(
         f"{argument} must be a str or a sequence of MessageContent parts")
+
+
+def image_attachments(settings: WriteSettings, images: list[MessageImage], message_id: str,
+                      thread_id: str | None, user_id: str | None, agent_id: str | None,
+                      event_ts: datetime | None, lifetime: Expiry | None) -> list[RowPlan]:
+    """The image plans of a message's image parts: the message's scope, event time and expiry,
+    the part's description as retrieval text (embedded later with the other chunks)."""
+    plans = []
+    for image in images:
+        image.body.message_id = message_id
+        chunks = [ChunkRow(c, None)
+                  for c in retrieval_chunks(settings, image.body.description or "")]
+        plans.append(RowPlan(record_type="image", record_id=image.part_id, content=image.body,
+                             thread_id=thread_id, user_id=user_id, agent_id=agent_id,
+                             event_ts=event_ts, expiry=lifetime, chunks=chunks))
+    return plans
+
+
+def image_description(index_text: object) -> str | None:
+    """The description an image stores for its (validated) retrieval text argument."""
+    if isinstance(index_text, str):
+        return index_text
+    if isinstance(index_text, (list, tuple)):
+        return "\n".join(index_text)
+    return None
+
+
+def image_content(value: object, metadata: dict[str, Any] | None, argument: str) -> ImageBody:
+    """An image record's validated bytes and declared type (``argument``: ``contents[n]``; the
+    type is ``metadata[n].image_mime_type``). The description is set from the retrieval text."""
+    metadata_argument = "metadata" + argument.removeprefix("contents")
+    mime_type, _ = split_image_metadata(metadata, metadata_argument)
+    data = check_image_bytes(value, mime_type, argument,
+                             f"{metadata_argument}.image_mime_type")
+    return ImageBody(mime_type, data)
 
 
 def summary_content(value: object, argument: str) -> dict[str, object] | None:
@@ -201,9 +276,7 @@ def plan_add(settings: WriteSettings, contents: object, record_type: object, *,
             f"{sorted(explicit_dims)}"
         )
     _check_store_dimension(settings, explicit_dims, "embeddings")
-    embed_missing_vectors(settings, [c for chunks, e in zip(chunk_col, embedding_col, strict=True)
-                                     if e is NOT_SET_MARKER or e is None for c in chunks])
-    return [
+    plans = [
         RowPlan(record_type=record_type, record_id=record_id, content=content, thread_id=thread,
                 user_id=user, agent_id=agent, role=role, event_ts=timestamp, metadata=meta,
                 expiry=expiry(ttl, timestamp if anchor else None), status=status, chunks=chunks)
@@ -211,6 +284,24 @@ def plan_add(settings: WriteSettings, contents: object, record_type: object, *,
         chunks in zip(ids, content_col, thread_col, user_col, agent_col, role_col, timestamp_col,
                       metadata_col, ttl_col, anchor_col, status_col, chunk_col, strict=True)
     ]
+    missing = [c for chunks, e in zip(chunk_col, embedding_col, strict=True)
+               if e is NOT_SET_MARKER or e is None for c in chunks]
+    if record_type == "message":
+        for plan, body in zip(plans, content_col, strict=True):
+            text, parts, images = body
+            plan.content = (text, parts)
+            if images:
+                plan.attachments = image_attachments(
+                    settings, images, plan.record_id, plan.thread_id, plan.user_id,
+                    plan.agent_id, plan.event_ts, plan.expiry)
+                missing.extend(c for a in plan.attachments for c in a.chunks)
+    elif record_type == "image":
+        for n, (plan, index_text) in enumerate(zip(plans, index_col, strict=True)):
+            plan.metadata = split_image_metadata(plan.metadata, f"metadata[{n}]")[1]
+            assert isinstance(plan.content, ImageBody)
+            plan.content.description = image_description(index_text)
+    embed_missing_vectors(settings, missing)
+    return plans
 
 
 def _raise_first_record_error(settings: WriteSettings, record_type: str, statuses: list[str],
@@ -429,8 +520,8 @@ def _content_column(record_type: str, contents: Sequence[object],
     if (record_type in TEXT_TYPES or record_type == "message") \
             and set(map(type, contents)) == {str}:
         texts: list[Any] = list(contents)
-        if record_type == "message":  # plain text messages: (text, no parts)
-            return [(text, None) for text in texts], texts
+        if record_type == "message":  # plain text messages: (text, no parts, no images)
+            return [(text, None, []) for text in texts], texts
         return texts, texts
     pairs = [_content(record_type, value, meta, f"contents[{n}]")
              for n, (value, meta) in enumerate(zip(contents, metadata, strict=True))]
@@ -446,10 +537,12 @@ def _content(record_type: str, value: object, metadata: dict[str, Any] | None,
         return None, None
     if record_type == "thread_summary":
         return summary_content(value, argument), None
+    if record_type == "image":
+        return image_content(value, metadata, argument), None
     value = _fallback(value, metadata)
     if record_type == "message":
-        text, parts = message_content("" if value is None else value, argument)
-        return (text, parts), text
+        body = message_parts("" if value is None else value, argument)
+        return body, body[0]
     if value is not None and not isinstance(value, str):
         raise InvalidArgumentTypeError(
             f"{argument} must be a str or None for {record_type} records")

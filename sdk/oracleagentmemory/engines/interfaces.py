@@ -100,9 +100,21 @@ T = TypeVar("T")
 OrUnset = Union[T, Literal[Unset.UNSET]]  # noqa: UP007  (a generic alias needs Union)
 """A plan field's value, or :data:`UNSET`."""
 
-RecordContent = Union[str, tuple[str, Union[list[dict[str, Any]], None]], dict[str, Any], None]  # noqa: UP007
+@dataclass
+class ImageBody:
+    """What an image record stores besides its scope: the validated bytes and their format, the
+    description (its searchable text) and the message it is a part of (``None``: standalone)."""
+
+    mime_type: str
+    data: bytes
+    description: str | None = None
+    message_id: str | None = None
+
+
+RecordContent = Union[str, tuple[str, Union[list[dict[str, Any]], None]], dict[str, Any],  # noqa: UP007
+                      ImageBody, None]
 """What a record stores: text (memories, profiles), ``(text, parts)`` (messages), a summary
-mapping (thread summaries) or nothing (threads)."""
+mapping (thread summaries), an image (:class:`ImageBody`) or nothing (threads)."""
 
 
 def message_body(content: RecordContent | Unset) -> tuple[str, list[dict[str, Any]] | None]:
@@ -196,6 +208,9 @@ class RowPlan:
     seq_no: int = 0
     """Assigned by the engine for messages (per-thread order, from 0)."""
     chunks: list[ChunkRow] = field(default_factory=list)
+    attachments: list[RowPlan] = field(default_factory=list)
+    """Messages only: the image plans of its image parts (same scope and expiry, their
+    ``ImageBody.message_id`` the message), inserted with it."""
 
 
 @dataclass
@@ -218,6 +233,11 @@ class UpdatePlan:
     """Threads only: the durable runtime configuration (replaced whole)."""
     runtime_state: OrUnset[dict[str, Any] | None] = UNSET
     """Threads only: the mutable runtime state, such as extraction progress (replaced whole)."""
+    description: OrUnset[str | None] = UNSET
+    """Images only: the new description (``content`` then carries new bytes and format)."""
+    attachments: OrUnset[list[RowPlan]] = UNSET
+    """Messages only: the image plans that replace the message's image parts (their scope and
+    expiry are the stored message's)."""
 
 
 @dataclass
@@ -233,6 +253,9 @@ class RecordQuery:
     """``UNSET``: no filter; ``None``: records without metadata; :class:`And`: compiled filter."""
     limit: int | None = None
     """Most recent ``limit`` rows (returned oldest first); ``None`` for all."""
+    include_bytes: bool = False
+    """Images: load their bytes (``bytes`` is ``None`` otherwise). Message image parts' bytes
+    come from :meth:`EngineSession.select_message_images`."""
 
 
 @dataclass
@@ -389,6 +412,12 @@ class EngineSession(ABC):
         self, query: MessageQuery
     ) -> list[dict[str, Any]]:
         """Visible messages of one thread in sequence order."""
+
+    @abstractmethod
+    def select_message_images(self, messages: Sequence[tuple[str, str | None]]
+                              ) -> dict[tuple[str, str], bytes]:
+        """The stored bytes of the image parts of messages ``(message id, owner)``, by
+        ``(message id, part id)``."""
 
     @abstractmethod
     def count_chunks(self, record_type: str, record_id: str) -> int:

@@ -25,8 +25,9 @@ __all__ = [
     "RecordRow",
 ]
 
-SEARCHABLE_TYPES: frozenset[str] = MEMORY_TYPES | PROFILE_TYPES | {"message"}
-"""Record types that get retrieval rows (chunks) and can be searched."""
+SEARCHABLE_TYPES: frozenset[str] = MEMORY_TYPES | PROFILE_TYPES | {"message", "image"}
+"""Record types that get retrieval rows (chunks) and can be searched (an image by its
+description)."""
 
 TABLE_OF_TYPE: dict[str, str] = {
     "thread": "thread",
@@ -34,6 +35,7 @@ TABLE_OF_TYPE: dict[str, str] = {
     "thread_summary": "thread_summary",
     "user_profile": "actor_profile",
     "agent_profile": "actor_profile",
+    "image": "document",
     **{t: "memory" for t in sorted(MEMORY_TYPES)},
 }
 """The logical table that holds each record type."""
@@ -55,7 +57,8 @@ class RecordRow(TypedDict, total=False):
     user_id: str | None
     agent_id: str | None
     content: Any
-    """Text, a summary mapping (thread summaries) or ``None`` (threads)."""
+    """Text, a summary mapping (thread summaries), an image's description or ``None``
+    (threads)."""
     content_parts: list[dict[str, Any]] | None
     """Message content parts (text and image parts), when the message has them."""
     metadata: dict[str, Any] | None
@@ -70,3 +73,9 @@ class RecordRow(TypedDict, total=False):
     """Threads only."""
     runtime_state: dict[str, Any] | None
     """Threads only."""
+    message_id: str | None
+    """Images only: the message the image is a part of."""
+    mime_type: str
+    """Images only."""
+    bytes: bytes | None
+    """Images only: ``None`` unless the read asked for bytes."""

@@ -60,9 +60,22 @@ def delete_where(conn: psycopg.Connection[Any], names: StoreNames,
         relations.recompute_status(conn, names, released)
     elif logical == "message":
         delete_chunks(conn, names, ("message",), keys)
+        delete_message_images(conn, names, keys)
+    elif logical == "document":
+        delete_chunks(conn, names, ("image",), keys)
     elif logical == "actor_profile":
         delete_chunks(conn, names, ("user_profile", "agent_profile"), keys)
     return [k[0] for k in keys]
+
+
+def delete_message_images(conn: psycopg.Connection[Any], names: StoreNames,
+                          messages: Sequence[tuple[str, str | None]]) -> None:
+    """Delete the image parts (with their retrieval rows) of messages ``(id, owner)``."""
+    if messages:
+        delete_where(conn, names, "document", sql.SQL(
+            "message_id IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(%s::text[], %s::text[]) "
+            "AS m(id, owner) WHERE m.id = message_id AND m.owner IS NOT DISTINCT FROM user_id)"),
+            [[m[0] for m in messages], [m[1] for m in messages]])
 
 
 def delete_record(conn: psycopg.Connection[Any], names: StoreNames,

@@ -25,7 +25,7 @@ from psycopg.adapt import Dumper
 from psycopg.types.json import Jsonb
 
 from oracleagentmemory.engines.identifiers import StoreNames
-from oracleagentmemory.engines.interfaces import RowPlan, message_body
+from oracleagentmemory.engines.interfaces import ImageBody, RowPlan, message_body
 from oracleagentmemory.engines.layout import TABLE_OF_TYPE
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.errors import DuplicateRecordError
@@ -70,7 +70,12 @@ def write_cursor(conn: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
 # --- the write ------------------------------------------------------------------------------
 def insert_rows(conn: psycopg.Connection[Any], names: StoreNames, rows: Sequence[RowPlan],
                 batch_size: int = INSERT_BATCH_SIZE) -> None:
-    """Insert ``rows`` and their retrieval rows; raise :class:`DuplicateRecordError`."""
+    """Insert ``rows`` and their retrieval rows; raise :class:`DuplicateRecordError`.
+
+    A message's image parts (its ``attachments``) are inserted with it, as image rows.
+    """
+    if any(r.attachments for r in rows):
+        rows = [*rows, *(a for r in rows for a in r.attachments)]
     by_table: dict[str, list[RowPlan]] = {}
     for row in rows:
         by_table.setdefault(TABLE_OF_TYPE[row.record_type], []).append(row)
@@ -244,6 +249,8 @@ _EXTRA_COLUMNS: dict[str, Columns] = {
     "message": (("role", "text"), ("content", "text"), ("content_parts", "jsonb"),
                 ("seq_no", "bigint")),
     "thread_summary": (("content", "jsonb"),),
+    "document": (("message_id", "text"), ("mime_type", "text"), ("description", "text"),
+                 ("bytes", "bytea")),
 }
 _CHUNK_COLUMNS: Columns = (("record_type", "text"), ("record_id", "text"),
                            ("chunk_no", "integer"), ("chunk_text", "text"),
@@ -254,6 +261,13 @@ _CHUNK_COLUMNS_WITH_VECTORS: Columns = (*_CHUNK_COLUMNS, ("embedding", "vector")
 def _message_columns(row: RowPlan) -> tuple[str, Jsonb | None]:
     text, parts = message_body(row.content)
     return text, _jsonb(parts)
+
+
+def _image_columns(row: RowPlan) -> tuple[str | None, str, str | None, bytes]:
+    body = row.content
+    if not isinstance(body, ImageBody):
+        raise TypeError(f"an image's content is an ImageBody, got {type(body).__name__}")
+    return body.message_id, body.mime_type, body.description, body.data
 
 
 def _jsonb(value: Any) -> Jsonb | None:
@@ -293,6 +307,8 @@ def record_rows(logical: str, rows: list[RowPlan], now: datetime | None
                          for r, values in common)
     if logical == "thread_summary":
         return columns, ((*values, Jsonb(r.content)) for r, values in common)
+    if logical == "document":
+        return columns, ((*values, *_image_columns(r)) for r, values in common)
     return columns, (values for _, values in common)
 
 

@@ -24,6 +24,7 @@ from oracleagentmemory.engines.postgres.record_sql import (
     SELECT_COLUMNS,
     newest_oldest_first,
     record_key,
+    select_columns,
 )
 
 
@@ -56,8 +57,8 @@ def select_records(conn: psycopg.Connection[Any], names: StoreNames,
     metadata, metadata_params = metadata_predicates(query.metadata_filter)
     where.extend(metadata)
     params.extend(metadata_params)
-    return newest_oldest_first(conn, sql.SQL(SELECT_COLUMNS[logical]), q.table(names, logical),
-                               where, "row_seq", query.limit, params)
+    return newest_oldest_first(conn, sql.SQL(select_columns(logical, query.include_bytes)),
+                               q.table(names, logical), where, "row_seq", query.limit, params)
 
 
 def select_thread_messages(
@@ -74,6 +75,22 @@ def select_thread_messages(
         params.append(query.range_end_seq_no)
     return newest_oldest_first(conn, sql.SQL(SELECT_COLUMNS["message"]),
                                q.table(names, "message"), where, "seq_no", query.last_n, params)
+
+
+def select_message_images(conn: psycopg.Connection[Any], names: StoreNames,
+                          messages: Sequence[tuple[str, str | None]]
+                          ) -> dict[tuple[str, str], bytes]:
+    """The bytes of the image parts of messages ``(message id, owner)``, by ``(message id, part
+    id)`` (ids are unique per owner: a part is the row of its message's owner)."""
+    if not messages:
+        return {}
+    rows = conn.execute(
+        sql.SQL("SELECT d.message_id, d.id, d.bytes FROM {} d JOIN unnest(%s::text[], "
+                "%s::text[]) AS m(id, owner) ON d.message_id = m.id "
+                "AND d.user_id IS NOT DISTINCT FROM m.owner").format(q.table(names, "document")),
+        [[m[0] for m in messages], [m[1] for m in messages]],
+    ).fetchall()
+    return {(r[0], r[1]): bytes(r[2]) for r in rows if r[2] is not None}
 
 
 def count_chunks(conn: psycopg.Connection[Any], names: StoreNames,

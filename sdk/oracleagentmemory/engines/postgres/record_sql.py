@@ -28,7 +28,20 @@ SELECT_COLUMNS = {
     "content, NULL::jsonb AS content_parts, metadata, coalesce(event_ts, created_at) AS ts, "
     "event_ts, 'valid' AS status, NULL::text AS role, NULL::bigint AS seq_no, runtime_config, "
     "runtime_state",
+    "document": "id, 'image' AS record_type, thread_id, user_id, agent_id, description AS "
+    "content, NULL::jsonb AS content_parts, metadata, coalesce(event_ts, created_at) AS ts, "
+    "event_ts, status, NULL::text AS role, NULL::bigint AS seq_no, message_id, mime_type, "
+    "NULL::bytea AS bytes",
 }
+IMAGE_COLUMNS_WITH_BYTES = SELECT_COLUMNS["document"].replace("NULL::bytea AS bytes", "bytes")
+"""The image SELECT list that loads the bytes (reads load them only on request)."""
+
+
+def select_columns(logical: str, include_bytes: bool = False) -> str:
+    """The SELECT list of ``logical`` (images with their bytes when ``include_bytes``)."""
+    if logical == "document" and include_bytes:
+        return IMAGE_COLUMNS_WITH_BYTES
+    return SELECT_COLUMNS[logical]
 
 
 def record_key(logical: str, *, type_filter: bool, record_type: str,
@@ -39,6 +52,8 @@ def record_key(logical: str, *, type_filter: bool, record_type: str,
             record_type.removesuffix("_profile"), record_id]
     if logical == "memory" and type_filter:
         return sql.SQL("record_type = %s AND id = %s"), [record_type, record_id]
+    if logical == "document":  # a message's image parts change and go with their message
+        return sql.SQL("id = %s AND message_id IS NULL"), [record_id]
     return sql.SQL("id = %s"), [record_id]
 
 

@@ -232,6 +232,8 @@ def _arms(plan: SearchPlan) -> list[tuple[str, tuple[str, ...]]]:
     profiles = tuple(t for t in plan.record_types if t in PROFILE_TYPES)
     if profiles:
         arms.append(("actor_profile", profiles))
+    if "image" in plan.record_types:  # searched by their descriptions
+        arms.append(("document", ("image",)))
     return arms
 
 

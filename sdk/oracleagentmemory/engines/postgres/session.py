@@ -88,6 +88,10 @@ class PostgresSession(EngineSession):
     def select_thread_messages(self, query: MessageQuery) -> list[dict[str, Any]]:
         return reads.select_thread_messages(self.conn, self.names, query)
 
+    def select_message_images(self, messages: Sequence[tuple[str, str | None]]
+                              ) -> dict[tuple[str, str], bytes]:
+        return reads.select_message_images(self.conn, self.names, messages)
+
     def count_chunks(self, record_type: str, record_id: str) -> int:
         return reads.count_chunks(self.conn, self.names, record_type, record_id)
 

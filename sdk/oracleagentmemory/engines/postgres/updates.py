@@ -10,11 +10,17 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from oracleagentmemory.engines.identifiers import StoreNames
-from oracleagentmemory.engines.interfaces import UNSET, RowPlan, UpdatePlan, message_body
+from oracleagentmemory.engines.interfaces import (
+    UNSET,
+    ImageBody,
+    RowPlan,
+    UpdatePlan,
+    message_body,
+)
 from oracleagentmemory.engines.layout import TABLE_OF_TYPE
 from oracleagentmemory.engines.postgres import inserts
 from oracleagentmemory.engines.postgres import names as q
-from oracleagentmemory.engines.postgres.deletes import delete_chunks
+from oracleagentmemory.engines.postgres.deletes import delete_chunks, delete_message_images
 from oracleagentmemory.engines.postgres.record_sql import record_key
 from oracleagentmemory.errors import InvalidArgumentError
 
@@ -26,6 +32,28 @@ _RETURNED_SCOPE = {
 
 def _jsonb(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value)
+
+
+def _update_message_images(conn: psycopg.Connection[Any], names: StoreNames, plan: UpdatePlan,
+                           scope: Any) -> None:
+    """Replace a message's image parts (new content) and keep their event time and expiry the
+    message's (``scope``: the message's thread, user and agent ids)."""
+    if plan.attachments is not UNSET:
+        delete_message_images(conn, names, [(plan.record_id, scope[1])])
+        for image in plan.attachments:
+            image.thread_id, image.user_id, image.agent_id = scope[0], scope[1], scope[2]
+        inserts.insert_rows(conn, names, plan.attachments)
+    elif plan.expiry is UNSET and plan.event_ts is UNSET:
+        return
+    conn.execute(
+        sql.SQL("UPDATE {d} d SET expires_at = m.expires_at, event_ts = m.event_ts, "
+                "updated_at = now() FROM {m} m WHERE m.id = %s AND m.user_id IS NOT DISTINCT "
+                "FROM %s AND d.message_id = m.id AND d.user_id IS NOT DISTINCT FROM m.user_id "
+                "AND (d.expires_at IS DISTINCT FROM m.expires_at "
+                "OR d.event_ts IS DISTINCT FROM m.event_ts)").format(
+            d=q.table(names, "document"), m=q.table(names, "message")),
+        [plan.record_id, scope[1]],
+    )
 
 
 def update_record(conn: psycopg.Connection[Any], names: StoreNames, plan: UpdatePlan) -> int:
@@ -44,9 +72,17 @@ def update_record(conn: psycopg.Connection[Any], names: StoreNames, plan: Update
             text, parts = message_body(plan.content)
             sets.append(sql.SQL("content = %s, content_parts = %s"))
             params.extend([text, _jsonb(parts)])
+        elif logical == "document":
+            if not isinstance(plan.content, ImageBody):
+                raise TypeError("an image's content is an ImageBody")
+            sets.append(sql.SQL("mime_type = %s, bytes = %s"))
+            params.extend([plan.content.mime_type, plan.content.data])
         else:
             sets.append(sql.SQL("content = %s"))
             params.append(plan.content)
+    if plan.description is not UNSET:
+        sets.append(sql.SQL("description = %s"))
+        params.append(plan.description)
     if plan.metadata is not UNSET:
         sets.append(sql.SQL("metadata = %s"))
         params.append(_jsonb(plan.metadata))
@@ -80,6 +116,8 @@ def update_record(conn: psycopg.Connection[Any], names: StoreNames, plan: Update
     scope = cur.fetchone()
     if scope is None:
         return 0
+    if logical == "message":
+        _update_message_images(conn, names, plan, scope)
     chunks = q.table(names, "record_chunks")
     chunk_owner = plan.record_id if plan.record_type == "user_profile" else scope[1]
     if plan.chunks is not UNSET:
