@@ -17,6 +17,7 @@ from conftest import HashEmbedder, StoreFactory
 from dds import OWNER
 from oracleagentmemory.apis.message import ImageContent, ImageMimeType, TextContent
 from oracleagentmemory.apis.records import ImageRecord, MessageRecord
+from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 from oracleagentmemory.core import OracleDBMemoryStore, SearchStrategy
 from oracleagentmemory.core._images import STORE_MAX_IMAGE_BYTES, check_image_bytes
 from oracleagentmemory.engines.identifiers import store_names
@@ -422,3 +423,48 @@ def test_raw_sql_cannot_index_or_reach_another_users_image(dds: Any) -> None:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute(insert, ["img-bob"])
         conn.rollback()
+
+
+# --- bulk writes, expiry, vectors ---------------------------------------------------------------
+def test_bulk_writes_of_images_and_message_parts(store: OracleDBMemoryStore) -> None:
+    """More records than one batch: the COPY path carries the bytes too."""
+    datas = [png(seed=n) for n in range(5)]
+    ids = store.add(datas, "image", metadata={"image_mime_type": "image/png"},
+                    user_ids="u1", batch_size=2)
+    for image_id, data in zip(ids, datas, strict=True):
+        [record] = store.list("image", include_bytes=True, record_id=image_id, user_id="u1")
+        assert isinstance(record, ImageRecord) and record.bytes == data
+    messages = [[ImageContent(jpeg(bytes([n])), ImageMimeType.JPEG, f"part {n}", id=f"q{n}")]
+                for n in range(4)]
+    message_ids = store.add(messages, "message", thread_ids="t1", batch_size=2)
+    loaded = store.list_thread_messages("t1", include_bytes=True)
+    assert [m.id for m in loaded] == message_ids
+    assert [tuple(m.content) for m in loaded] == [tuple(p) for p in messages]
+
+
+def test_expired_images_are_hidden_and_purged(store: OracleDBMemoryStore) -> None:
+    old = "2000-01-01T00:00:00+00:00"
+    expired = add_image(store, png(seed=1), ttl_days=1, timestamps=old,
+                        ttl_anchor=TimeToLiveAnchor.TIMESTAMP)
+    kept = add_image(store, png(seed=2), ttl_days=1)
+    store.add([[ImageContent(png(seed=3), ImageMimeType.PNG, id="gone")]], "message",
+              thread_ids="t1", ttl_days=1, timestamps=old,
+              ttl_anchor=TimeToLiveAnchor.TIMESTAMP)
+    assert [r.id for r in store.list("image")] == [kept]
+    assert store.get("image", expired) is None
+    assert store.purge_expired() == 2  # the expired image and the expired message
+    assert store.purge_expired() == 0
+
+
+def test_image_descriptions_get_explicit_vectors(vector_store: OracleDBMemoryStore) -> None:
+    store = vector_store
+    image_id = add_image(store, png(), index_texts=["a cat"], embeddings=[[1.0, 0.0, 0.0]])
+    store.add(["dogs"], "memory", embeddings=[[0.0, 1.0, 0.0]])
+    [(first, distance), _] = store.search(None, 2, query_vector=[1.0, 0.0, 0.0])
+    assert (first.id, round(distance, 6)) == (image_id, 0.0)
+    assert store.update("image", image_id, embedding=[0.0, 0.0, 1.0]) == 1
+    [(first, _), _] = store.search(None, 2, query_vector=[0.0, 0.0, 1.0])
+    assert first.id == image_id
+    assert store.update("image", image_id, status="invalid") == 1
+    found = store.search(None, 2, query_vector=[0.0, 0.0, 1.0], include_invalid_results=False)
+    assert image_id not in [r.id for r, _ in found] and found
