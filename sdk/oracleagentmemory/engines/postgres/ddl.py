@@ -15,7 +15,7 @@ from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.interfaces import SchemaOptions
 from oracleagentmemory.engines.postgres import names as q
 
-LATEST_SCHEMA_VERSION = 6
+LATEST_SCHEMA_VERSION = 7
 
 SCOPED_VECTOR_MAX_DIM = 400
 """The largest embedding dimension the chunks' scope index carries (version 5).
@@ -285,6 +285,14 @@ def _version_6(conn: Connection[object], names: StoreNames, options: SchemaOptio
     ).format(t=thread, m=message))
 
 
+def _version_7(conn: Connection[object], names: StoreNames, options: SchemaOptions) -> None:
+    """A message's image parts by message: deleting or rewriting a message finds its parts
+    (image rows with ``message_id``) through the index instead of scanning every image."""
+    conn.execute(sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {} ON {} (message_id) WHERE message_id IS NOT NULL"
+    ).format(q.index(names, "document_message_ix"), q.table(names, "document")))
+
+
 def add_vector_index(conn: Connection[object], names: StoreNames) -> None:
     """HNSW index (cosine distance) on the chunk embeddings."""
     conn.execute(
@@ -307,7 +315,7 @@ SchemaStep = Callable[[Connection[object], StoreNames, SchemaOptions], None]
 
 SCHEMA_STEPS: dict[int, SchemaStep] = {
     1: _version_1, 2: _version_2, 3: _version_3, 4: _version_4, 5: _version_5,
-    6: _version_6}
+    6: _version_6, 7: _version_7}
 """Step ``n`` upgrades a store from version ``n - 1`` to ``n``."""
 
 REGISTRY_DDL = sql.SQL(

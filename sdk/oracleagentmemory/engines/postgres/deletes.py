@@ -73,9 +73,10 @@ def delete_message_images(conn: psycopg.Connection[Any], names: StoreNames,
     """Delete the image parts (with their retrieval rows) of messages ``(id, owner)``."""
     if messages:
         delete_where(conn, names, "document", sql.SQL(
-            "message_id IS NOT NULL AND EXISTS (SELECT 1 FROM unnest(%s::text[], %s::text[]) "
-            "AS m(id, owner) WHERE m.id = message_id AND m.owner IS NOT DISTINCT FROM user_id)"),
-            [[m[0] for m in messages], [m[1] for m in messages]])
+            "message_id IS NOT NULL AND message_id = ANY(%s) AND EXISTS (SELECT 1 FROM "
+            "unnest(%s::text[], %s::text[]) AS m(id, owner) WHERE m.id = message_id "
+            "AND m.owner IS NOT DISTINCT FROM user_id)"),
+            [[m[0] for m in messages], [m[0] for m in messages], [m[1] for m in messages]])
 
 
 def delete_record(conn: psycopg.Connection[Any], names: StoreNames,

@@ -87,8 +87,9 @@ def select_message_images(conn: psycopg.Connection[Any], names: StoreNames,
     rows = conn.execute(
         sql.SQL("SELECT d.message_id, d.id, d.bytes FROM {} d JOIN unnest(%s::text[], "
                 "%s::text[]) AS m(id, owner) ON d.message_id = m.id "
-                "AND d.user_id IS NOT DISTINCT FROM m.owner").format(q.table(names, "document")),
-        [[m[0] for m in messages], [m[1] for m in messages]],
+                "AND d.user_id IS NOT DISTINCT FROM m.owner WHERE d.message_id IS NOT NULL "
+                "AND d.message_id = ANY(%s)").format(q.table(names, "document")),
+        [[m[0] for m in messages], [m[1] for m in messages], [m[0] for m in messages]],
     ).fetchall()
     return {(r[0], r[1]): bytes(r[2]) for r in rows if r[2] is not None}
 
