@@ -398,6 +398,20 @@ def test_an_end_user_reaches_only_their_own_images(dds: Any) -> None:
         [part] = message.content
         assert isinstance(part, ImageContent) and part.bytes == jpeg()
         assert [r.id for r, _ in alice.search("holiday", 10)] == [alice_image]
+        new_parts = [ImageContent(webp(), ImageMimeType.WEBP, "alice ticket", id="part-new")]
+        assert alice.update("message", alice_message, content=new_parts) == 1
+        assert sorted(r.id for r in alice.list("image")) == [alice_image, "part-new"]
+        assert [r.id for r, _ in alice.search("ticket", 10)] == ["part-new"]
+    with dds.runtime_store(store_id, "bob", search_strategy=SearchStrategy.KEYWORD) as bob:
+        assert bob.update("message", alice_message, content=[
+            ImageContent(png(), ImageMimeType.PNG, "bob's", id="part-bob")]) == 0
+        assert bob.list("image") == []
+    with dds.runtime_store(store_id, "alice", search_strategy=SearchStrategy.KEYWORD) as alice:
+        loaded = alice.get("message", alice_message, include_bytes=True)
+        assert isinstance(loaded, MessageRecord) and tuple(loaded.content) == tuple(new_parts)
+        assert alice.delete("message", alice_message) == 1
+        assert [r.id for r in alice.list("image")] == [alice_image]
+        assert alice.delete_thread("t-alice") == 0  # no thread row; its rows are gone already
 
 
 def test_raw_sql_cannot_index_or_reach_another_users_image(dds: Any) -> None:
