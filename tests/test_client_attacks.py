@@ -5,7 +5,8 @@ every request runs inside ``OracleMemoryEndUserSecurityContext(<that user's cont
 the attacker: he holds a valid context and uses only the client API (and what it queues in the
 background, and what it puts in prompts) against alice's rows. Every probe has a positive
 control (the same call on bob's own rows works), so no test passes because its probe is broken.
-Tests marked ``xfail(strict=True, reason="HOLE ...")`` demonstrate a hole that is still open.
+The holes this review found (thread-id-keyed waits, a shared queue one user could fill, a
+non-atomic linked add) are fixed; their tests now pass as plain tests.
 """
 
 from __future__ import annotations
@@ -271,11 +272,6 @@ def test_a_memory_linked_to_a_global_memory_does_not_become_global(gateway: Gate
         assert [m.id for m in client.list_memories(user_id=None)] == ["global-m"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (integrity, not cross-tenant): add_memory with memory_id_to_link stores the memory, "
-    "then the relation in a second transaction; when the relation is refused (here: a link to "
-    "a global memory, which the memory_link policy refuses) the caller gets an error but the "
-    "memory stays, unlinked (a retry duplicates it)"))
 def test_a_refused_link_leaves_no_memory_behind(gateway: Gateway) -> None:
     owner = OracleDBMemoryStore(HashingEmbedder(DIM), gateway.dds.owner_url,
                                 schema_policy=SchemaPolicy.REQUIRE_EXISTING,
@@ -527,11 +523,6 @@ def _has_thread(client: OracleAgentMemory, thread_id: str) -> bool:
     return True
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "HOLE (low, cross-tenant interference and timing oracle): background jobs are keyed by "
-    "thread id only (and delete_user filters _known_threads by a user id the caller names), so "
-    "bob's delete_thread / delete_message / thread wait on a thread id, or delete_user('alice'), "
-    "waits for ALICE's in-flight extraction (up to 300 s, then OperationTimeoutError)"))
 @pytest.mark.parametrize("bobs_call", [
     lambda client: client.delete_thread("alice-t"),
     lambda client: client.delete_user("alice"),
@@ -559,11 +550,6 @@ def test_bobs_deletes_never_wait_for_alices_work(gateway: Gateway,
         client.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "HOLE (medium, integrity of a user deletion): _known_threads maps a thread id to ONE "
-    "(user, agent) for the whole shared client; bob creating/opening a thread with alice's "
-    "thread id overwrites her entry, so alice's delete_user no longer waits for her in-flight "
-    "extraction and the memory it writes afterwards survives her deletion"))
 def test_alices_delete_user_waits_for_her_extraction_whatever_bob_does(
         gateway: Gateway) -> None:
     def run(bob_interferes: bool) -> list[str]:
@@ -596,10 +582,6 @@ def test_alices_delete_user_waits_for_her_extraction_whatever_bob_does(
     assert run(bob_interferes=True) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DoS (design): one bounded queue (64) and one worker per client, shared by every end user; "
-    "with the default DROP behaviour bob filling the queue makes alice's extraction silently "
-    "dropped (WAIT_THEN_RAISE instead blocks her request, then raises)"))
 def test_one_user_filling_the_queue_never_drops_anothers_extraction(
         gateway: Gateway, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OAM_BACKGROUND_QUEUE_CAPACITY", "4")

@@ -10,17 +10,17 @@ fails and writes nothing; the raw write that queued it is kept.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import logging
 import os
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
 from oracleagentmemory.core.deepsec.context import (
     OracleMemoryEndUserSecurityContext,
     active_security_context,
@@ -50,27 +50,40 @@ def queue_capacity() -> int:
     return value
 
 
+WorkKey = tuple[str | None, str]
+"""Whose work it is and on what: (the end user it runs as, or ``None``; the thread id)."""
+
+
 @dataclass(eq=False)
 class Job:
-    """One unit of background work for ``key`` (a thread id)."""
+    """One unit of background work on ``key``."""
 
-    key: str
+    key: WorkKey
     run: Callable[[], None]
     security: Any | None
     """The engine-level end-user context of the caller (``None``: it had none)."""
     description: str
+    owners: tuple[str | None, str | None] = (None, None)
+    """The (user id, agent id) of the thread the job works on."""
     done: threading.Event = field(default_factory=threading.Event)
 
 
 class BackgroundWork:
-    """The background queue of one client."""
+    """The background work of one client: a queue per end user, served in turn.
+
+    Each end user may have ``capacity`` jobs waiting (``OAM_BACKGROUND_QUEUE_CAPACITY``,
+    default 64), so one user filling their share never drops or delays another's work beyond
+    one job per user ahead of it; one worker takes the users' queues round-robin.
+    """
 
     def __init__(self, capacity: int | None = None) -> None:
-        self._queue: queue.Queue[Job | None] = queue.Queue(
-            maxsize=queue_capacity() if capacity is None else capacity)
-        self._lock = threading.Lock()
+        self._capacity = queue_capacity() if capacity is None else capacity
+        self._changed = threading.Condition()
+        self._queues: dict[str | None, deque[Job]] = {}
+        self._turns: deque[str | None] = deque()
         self._pending: list[Job] = []
         self._accepting = True
+        self._stopping = False
         self._worker: threading.Thread | None = None
 
     @property
@@ -78,40 +91,58 @@ class BackgroundWork:
         """Whether new work is accepted (``False`` once closing)."""
         return self._accepting
 
-    def submit(self, key: str, run: Callable[[], None], description: str,
-               behavior: BackgroundExtractionQueueFullBehavior, put_timeout: float) -> bool:
-        """Queue ``run`` in a copy of the caller's context; ``False`` when it was dropped.
+    def submit(self, key: WorkKey, run: Callable[[], None], description: str,
+               behavior: BackgroundExtractionQueueFullBehavior, put_timeout: float,
+               owners: tuple[str | None, str | None] = (None, None)) -> bool:
+        """Queue ``run`` to run as the caller's end user; ``False`` when it was dropped.
 
         Raises:
-            OperationTimeoutError: (a ``TimeoutError``) the queue stayed full for
+            OperationTimeoutError: (a ``TimeoutError``) the caller's queue stayed full for
                 ``put_timeout`` seconds under ``WAIT_THEN_RAISE``.
         """
-        if not self._accepting:
-            LOG.warning("%s not queued: the client is closed", description)
-            return False
-        job = Job(key, run, active_security_context(), description)
-        with self._lock:
+        job = Job(key, run, active_security_context(), description, owners)
+        user = key[0]
+        deadline = time.monotonic() + put_timeout
+        with self._changed:
+            while self._accepting and len(self._queues.get(user, ())) >= self._capacity:
+                left = deadline - time.monotonic()
+                if behavior is BackgroundExtractionQueueFullBehavior.DROP or left <= 0:
+                    if behavior is BackgroundExtractionQueueFullBehavior.WAIT_THEN_RAISE:
+                        raise OperationTimeoutError(
+                            f"{description} not queued: the background queue stayed full for "
+                            f"{put_timeout:g} s (the raw write is kept)")
+                    LOG.warning("%s dropped: the background queue is full (the raw write is "
+                                "kept)", description)
+                    return False
+                self._changed.wait(left)
+            if not self._accepting:
+                LOG.warning("%s not queued: the client is closed", description)
+                return False
+            waiting = self._queues.setdefault(user, deque())
+            if not waiting:
+                self._turns.append(user)
+            waiting.append(job)
             self._pending.append(job)
             self._start_worker()
-        wait = behavior is not BackgroundExtractionQueueFullBehavior.DROP
-        try:
-            self._queue.put(job, block=wait, timeout=put_timeout if wait else None)
-        except queue.Full:
-            self._forget(job)
-            if behavior is BackgroundExtractionQueueFullBehavior.WAIT_THEN_RAISE:
-                raise OperationTimeoutError(
-                    f"{description} not queued: the background queue stayed full for "
-                    f"{put_timeout:g} s (the raw write is kept)") from None
-            LOG.warning("%s dropped: the background queue is full (the raw write is kept)",
-                        description)
-            return False
+            self._changed.notify_all()
         return True
 
-    def wait(self, keys: Iterable[str] | None = None, timeout: float | None = None) -> bool:
-        """Wait for the work accepted so far (for ``keys``, or all); ``False`` on timeout."""
+    def wait(self, keys: Iterable[WorkKey] | None = None, timeout: float | None = None,
+             *, end_user: str | None | _NotSetMarker = NOT_SET_MARKER,
+             user_id: str | None | _NotSetMarker = NOT_SET_MARKER,
+             agent_id: str | None | _NotSetMarker = NOT_SET_MARKER) -> bool:
+        """Wait for the work accepted so far (on ``keys``, or all; or that of ``end_user`` on
+        the threads of ``user_id`` / ``agent_id``); ``False`` on timeout."""
         wanted = None if keys is None else set(keys)
-        with self._lock:
-            jobs = [j for j in self._pending if wanted is None or j.key in wanted]
+
+        def chosen(job: Job) -> bool:
+            return ((wanted is None or job.key in wanted)
+                    and (end_user is NOT_SET_MARKER or job.key[0] == end_user)
+                    and (user_id is NOT_SET_MARKER or job.owners[0] == user_id)
+                    and (agent_id is NOT_SET_MARKER or job.owners[1] == agent_id))
+
+        with self._changed:
+            jobs = [j for j in self._pending if chosen(j)]
         deadline = None if timeout is None else time.monotonic() + timeout
         for job in jobs:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -121,10 +152,13 @@ class BackgroundWork:
 
     def close(self, timeout: float | None) -> bool:
         """Stop accepting work and wait for what was accepted; ``False`` on timeout."""
-        self._accepting = False
+        with self._changed:
+            self._accepting = False
+            self._changed.notify_all()
         finished = self.wait(None, timeout)
-        with contextlib.suppress(queue.Full):
-            self._queue.put_nowait(None)  # lets an idle worker end
+        with self._changed:
+            self._stopping = True
+            self._changed.notify_all()
         return finished
 
     def _start_worker(self) -> None:
@@ -133,15 +167,32 @@ class BackgroundWork:
                                             daemon=True)
             self._worker.start()
 
-    def _forget(self, job: Job) -> None:
-        with self._lock:
+    def _next(self) -> Job | None:
+        """The next user's next job, or ``None`` once stopping with nothing left."""
+        with self._changed:
+            while not self._turns:
+                if self._stopping:
+                    return None
+                self._changed.wait()
+            user = self._turns.popleft()
+            waiting = self._queues[user]
+            job = waiting.popleft()
+            if waiting:
+                self._turns.append(user)
+            else:
+                del self._queues[user]
+            self._changed.notify_all()  # a queue slot is free
+            return job
+
+    def _finish(self, job: Job) -> None:
+        with self._changed:
             if job in self._pending:
                 self._pending.remove(job)
         job.done.set()
 
     def _work(self) -> None:
         while True:
-            job = self._queue.get()
+            job = self._next()
             if job is None:
                 return
             try:
@@ -149,7 +200,7 @@ class BackgroundWork:
             except Exception:  # a failed job counts as finished; its raw input is kept
                 LOG.warning("%s failed", job.description, exc_info=True)
             finally:
-                self._forget(job)
+                self._finish(job)
 
 
 def _run_as(job: Job) -> None:

@@ -16,7 +16,7 @@ from oracleagentmemory.core._relations import (
     resolve_change_labels,
 )
 from oracleagentmemory.core._validation import check_limit, check_required_id
-from oracleagentmemory.engines.interfaces import UNSET, EngineSession, RelationQuery
+from oracleagentmemory.engines.interfaces import UNSET, EngineSession, RelationQuery, RelationRow
 from oracleagentmemory.errors import (
     DuplicateRelationError,
     InvalidArgumentError,
@@ -42,46 +42,51 @@ class StoreRelations:
         rows = plan_add_relations(source_record_ids, source_record_types, target_record_ids,
                                   target_record_types, relation_types, opposite_relation_types,
                                   relation_ids, timestamps, metadata)
-        endpoint_ids = sorted({r.source_id for r in rows} | {r.target_id for r in rows})
         with self._session() as session:
-            stored = session.memory_types(endpoint_ids)
-            for n, row in enumerate(rows):
-                owners: list[str | None] = []
-                for side, record_id, record_type in (("source", row.source_id, row.source_type),
-                                                     ("target", row.target_id, row.target_type)):
-                    found = stored.get(record_id, [])
-                    if not found or found[0][0] != record_type:
-                        raise RecordNotFoundError(
-                            f"{side}_record_ids[{n}]: no {record_type} record {record_id!r} "
-                            "exists in this store", argument=f"{side}_record_ids[{n}]",
-                            record_id=record_id, record_type=record_type,
-                        )
-                    if len({owner for _, owner in found if owner is not None}) > 1:
-                        raise InvalidArgumentError(
-                            f"{side}_record_ids[{n}]: memories of several users have the id "
-                            f"{record_id!r} (ids are unique per user); relate them inside "
-                            "that user's end-user context"
-                        )
-                    owners.append(found[0][1])
-                row.user_id = _link_owner(owners, n)
-            try:
-                session.insert_relations(rows)
-            except DuplicateRelationError as exc:
-                if exc.record_id is not None:
-                    position = [r.id for r in rows].index(exc.record_id)
-                    raise DuplicateRelationError(
-                        f"relation_ids[{position}]: a relation with id {exc.record_id!r} "
-                        "already exists", argument=f"relation_ids[{position}]",
-                        record_id=exc.record_id,
-                    ) from None
-                raise DuplicateRelationError(
-                    "source_record_ids: a relation between these records already exists "
-                    f"(only one orientation per endpoint pair is stored): {exc.message}",
-                    argument="source_record_ids",
-                ) from None
-            session.recompute_status([
-                r.target_id for r in rows if r.relation_type in LIFECYCLE_RELATION_TYPES])
+            self._relate(session, rows)
         return [r.id for r in rows]
+
+    def _relate(self, session: EngineSession, rows: builtins.list[RelationRow]) -> None:
+        """Check the endpoints of planned relations and insert them in ``session``'s
+        transaction (recomputing the targets' lifecycle status)."""
+        endpoint_ids = sorted({r.source_id for r in rows} | {r.target_id for r in rows})
+        stored = session.memory_types(endpoint_ids)
+        for n, row in enumerate(rows):
+            owners: list[str | None] = []
+            for side, record_id, record_type in (("source", row.source_id, row.source_type),
+                                                 ("target", row.target_id, row.target_type)):
+                found = stored.get(record_id, [])
+                if not found or found[0][0] != record_type:
+                    raise RecordNotFoundError(
+                        f"{side}_record_ids[{n}]: no {record_type} record {record_id!r} "
+                        "exists in this store", argument=f"{side}_record_ids[{n}]",
+                        record_id=record_id, record_type=record_type,
+                    )
+                if len({owner for _, owner in found if owner is not None}) > 1:
+                    raise InvalidArgumentError(
+                        f"{side}_record_ids[{n}]: memories of several users have the id "
+                        f"{record_id!r} (ids are unique per user); relate them inside "
+                        "that user's end-user context"
+                    )
+                owners.append(found[0][1])
+            row.user_id = _link_owner(owners, n)
+        try:
+            session.insert_relations(rows)
+        except DuplicateRelationError as exc:
+            if exc.record_id is not None:
+                position = [r.id for r in rows].index(exc.record_id)
+                raise DuplicateRelationError(
+                    f"relation_ids[{position}]: a relation with id {exc.record_id!r} "
+                    "already exists", argument=f"relation_ids[{position}]",
+                    record_id=exc.record_id,
+                ) from None
+            raise DuplicateRelationError(
+                "source_record_ids: a relation between these records already exists "
+                f"(only one orientation per endpoint pair is stored): {exc.message}",
+                argument="source_record_ids",
+            ) from None
+        session.recompute_status([
+            r.target_id for r in rows if r.relation_type in LIFECYCLE_RELATION_TYPES])
 
     def get_relation(self, source_record_id: Any = NOT_SET_MARKER,
                      source_record_type: Any = NOT_SET_MARKER,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
 from oracleagentmemory.apis.memorystore import PendingRecordBatch
 from oracleagentmemory.apis.records import PROFILE_TYPES
+from oracleagentmemory.core._relations import plan_add_relations
 from oracleagentmemory.core._updateplan import plan_update
 from oracleagentmemory.core._validation import check_bool, check_limit, check_required_id
 from oracleagentmemory.core._writeplan import (
@@ -24,6 +25,7 @@ from oracleagentmemory.engines.interfaces import (
     ChunkRow,
     EngineSession,
     OrUnset,
+    RelationRow,
     RowPlan,
     UpdatePlan,
 )
@@ -43,6 +45,9 @@ class StoreWrites:
 
     if TYPE_CHECKING:
         def _session(self) -> AbstractContextManager[EngineSession]:
+            raise NotImplementedError
+
+        def _relate(self, session: EngineSession, rows: builtins.list[RelationRow]) -> None:
             raise NotImplementedError
 
         def _settings(self) -> WriteSettings:
@@ -177,6 +182,22 @@ class StoreWrites:
                 else:
                     plan.chunk_vectors = vectors
             return session.update_record(plan)
+
+    def _add_linked(self, content: str, record_type: str, add: dict[str, Any],
+                    link: dict[str, Any]) -> str:
+        """Add one memory and a relation from it, in ONE transaction (the agent-memory client's
+        ``add_memory(..., memory_id_to_link=...)``): a refused relation leaves no memory.
+        ``add`` holds ``add`` arguments, ``link`` the relation's, without its source."""
+        plans = plan_add(self._settings(), [content], record_type, **add)
+        rows = plan_add_relations(plans[0].record_id, record_type, **link)
+        try:
+            with self._session() as session:
+                session.insert_rows(plans, DEFAULT_BATCH_SIZE)
+                self._relate(session, rows)
+        except DuplicateRecordError as exc:
+            raise DuplicateRecordError(exc.message, argument=exc.argument,
+                                       record_id=exc.record_id) from None
+        return plans[0].record_id
 
     # --- threads, for the agent-memory client ----------------------------------------------
     def _create_thread(self, thread_id: str, user_id: str | None, agent_id: str | None,

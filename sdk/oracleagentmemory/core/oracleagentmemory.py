@@ -22,7 +22,7 @@ from oracleagentmemory.apis.records import (
 )
 from oracleagentmemory.apis.searchconfig import ISearchConfig
 from oracleagentmemory.apis.searchresult import SearchResult
-from oracleagentmemory.core._background import BackgroundWork
+from oracleagentmemory.core._background import BackgroundWork, WorkKey
 from oracleagentmemory.core._client_search import (
     client_scope,
     given_scope,
@@ -123,8 +123,6 @@ class OracleAgentMemory:
             memory_extraction_custom_instructions=memory_extraction_custom_instructions)
         self._closed = False
         self._background = BackgroundWork()
-        self._known_threads: dict[str, tuple[str | None, str | None]] = {}
-        """Threads created or opened through this client: id -> (user id, agent id)."""
 
     @property
     def store(self) -> Any:
@@ -149,9 +147,29 @@ class OracleAgentMemory:
         before the call (failed work counts as finished)."""
         self._background.wait(None, timeout)
 
+    def _end_user(self) -> str | None:
+        """The end user this call runs as (``NO_CHECK`` stores), else ``None``."""
+        user = self._store._default_user_id()
+        return None if user is NOT_SET_MARKER else str(user)
+
+    def _work_key(self, thread_id: str) -> WorkKey:
+        """The key of the calling end user's work on ``thread_id``."""
+        return (self._end_user(), thread_id)
+
+    def _wait_for_owner(self, what: str, **owner: str) -> None:
+        """Before deleting a user or agent: wait up to 300 s for the calling end user's accepted
+        work on threads of that user or agent."""
+        if not self._background.wait(None, DELETE_WAIT_SECONDS, end_user=self._end_user(),
+                                     **owner):
+            raise OperationTimeoutError(
+                f"{what} not deleted: earlier background extraction did not finish within "
+                f"{DELETE_WAIT_SECONDS:g} s")
+
     def _wait_for_threads(self, thread_ids: builtins.list[str], what: str) -> None:
-        """Before deleting: wait up to 300 s for the accepted work of these threads."""
-        if thread_ids and not self._background.wait(thread_ids, DELETE_WAIT_SECONDS):
+        """Before deleting: wait up to 300 s for the calling end user's accepted work on these
+        threads (never for another end user's)."""
+        keys = [self._work_key(t) for t in thread_ids]
+        if keys and not self._background.wait(keys, DELETE_WAIT_SECONDS):
             raise OperationTimeoutError(
                 f"{what} not deleted: earlier background extraction did not finish within "
                 f"{DELETE_WAIT_SECONDS:g} s")
@@ -189,7 +207,6 @@ class OracleAgentMemory:
         settings_now = resolve_settings(overrides, runtime, self._client_layer)
         self._check_extraction(settings_now, thread_llm)
         self._store._create_thread(thread_id, user_id, agent_id, metadata, runtime or None)
-        self._known_threads[thread_id] = (user_id, agent_id)
         return OracleThread(self, thread_id, user_id, agent_id, metadata, settings_now,
                             thread_llm, self._pick_search_config(search_config))
 
@@ -242,7 +259,6 @@ class OracleAgentMemory:
         thread's earlier background extraction (through this client) has finished."""
         check_required_id(thread_id, "thread_id")
         self._wait_for_threads([thread_id], f"thread {thread_id!r}")
-        self._known_threads.pop(thread_id, None)
         return int(self._store.delete_thread(thread_id))
 
     def _thread_record(self, thread_id: str) -> ThreadRecord:
@@ -259,7 +275,6 @@ class OracleAgentMemory:
         thread_llm = self._llm if llm is NOT_SET_MARKER else llm
         self._check_extraction(settings, thread_llm)
         metadata = record.metadata if isinstance(record.metadata, dict) else None
-        self._known_threads[record.id] = (record.user_id, record.agent_id)
         return OracleThread(self, record.id, record.user_id, record.agent_id, metadata, settings,
                             thread_llm, self._pick_search_config(search_config))
 
@@ -301,16 +316,14 @@ class OracleAgentMemory:
         memories, in one transaction (after the background extraction of the user's known
         threads)."""
         check_required_id(user_id, "user_id")
-        self._wait_for_threads([t for t, (u, _) in self._known_threads.items() if u == user_id],
-                               f"user {user_id!r}")
+        self._wait_for_owner(f"user {user_id!r}", user_id=user_id)
         return int(self._store.delete("user_profile", user_id, cascade=cascade))
 
     def delete_agent(self, /, agent_id: str, cascade: bool = True) -> int:
         """Delete an agent profile; ``cascade`` also deletes the agent's scoped records (after
         the background extraction of the agent's known threads)."""
         check_required_id(agent_id, "agent_id")
-        self._wait_for_threads([t for t, (_, a) in self._known_threads.items() if a == agent_id],
-                               f"agent {agent_id!r}")
+        self._wait_for_owner(f"agent {agent_id!r}", agent_id=agent_id)
         return int(self._store.delete("agent_profile", agent_id, cascade=cascade))
 
     # --- memories -------------------------------------------------------------------------
@@ -349,17 +362,23 @@ class OracleAgentMemory:
             scoped = {"user_id": user_id, "agent_id": agent_id, "thread_id": thread_id}
             user_id, agent_id, thread_id = (
                 getattr(target, k) if v is NOT_SET_MARKER else v for k, v in scoped.items())
-        ids = self._store.add(
-            [content], record_type, record_ids=_one(memory_id), user_ids=_one(user_id),
-            agent_ids=_one(agent_id), thread_ids=_one(thread_id), metadata=_one(metadata),
-            timestamps=_one(timestamp), ttl_days=_one(ttl_days), ttl_anchor=_one(ttl_anchor),
-            statuses=_one(status), **store_kwargs)
-        new_id = str(ids[0])
-        if target is not None:
-            self._store.add_relations(
-                new_id, record_type, target.id, target.record_type, link_type,
-                relation_ids=_one(link_id), timestamps=_one(link_timestamp),
-                metadata=_one(link_metadata))
+        columns = {"record_ids": _one(memory_id), "user_ids": _one(user_id),
+                   "agent_ids": _one(agent_id), "thread_ids": _one(thread_id),
+                   "metadata": _one(metadata), "timestamps": _one(timestamp),
+                   "ttl_days": _one(ttl_days), "ttl_anchor": _one(ttl_anchor),
+                   "statuses": _one(status)}
+        if target is None:
+            new_id = str(self._store.add([content], record_type, **columns, **store_kwargs)[0])
+        else:  # the memory and its link in one transaction: a refused link stores nothing
+            if store_kwargs:
+                raise InvalidArgumentTypeError(
+                    f"unexpected store options with memory_id_to_link: "
+                    f"{', '.join(sorted(store_kwargs))}")
+            new_id = str(self._store._add_linked(content, record_type, columns, {
+                "target_record_ids": target.id, "target_record_types": target.record_type,
+                "relation_types": link_type, "opposite_relation_types": NOT_SET_MARKER,
+                "relation_ids": _one(link_id),
+                "timestamps": _one(link_timestamp), "metadata": _one(link_metadata)}))
         if link_autonomously:
             self._link_new_memory(new_id, record_type, content)
         return new_id

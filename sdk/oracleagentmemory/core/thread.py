@@ -154,9 +154,10 @@ class OracleThread:
                 LOG.warning("%s failed", description, exc_info=True)
             return
         self._client._background.submit(
-            self._thread_id, job, description,
+            self._client._work_key(self._thread_id), job, description,
             extraction.background_extraction_queue_full_behavior,
-            extraction.background_extraction_queue_put_timeout_seconds)
+            extraction.background_extraction_queue_put_timeout_seconds,
+            owners=(self._user_id, self._agent_id))
 
     def _due_sources(self, message_ids: builtins.list[str],
                      frequency: int) -> builtins.list[str]:
@@ -207,7 +208,7 @@ class OracleThread:
 
     def wait_for_memory_extraction(self, /, timeout: float | None = 300.0) -> None:
         """Wait up to ``timeout`` seconds for this thread's accepted background extraction."""
-        self._client._background.wait([self._thread_id], timeout)
+        self._client._background.wait([self._client._work_key(self._thread_id)], timeout)
 
     def get_messages(self, /, *, start: Any = NOT_SET_MARKER, end: Any = NOT_SET_MARKER,
                      include_image_bytes: Any = NOT_SET_MARKER) -> builtins.list[Message]:
