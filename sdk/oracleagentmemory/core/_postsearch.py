@@ -126,6 +126,12 @@ def run_post_search(config: ISearchConfig | None | _NotSetMarker, query: str,
                     candidates: Sequence[Candidate]) -> list[Candidate]:
     """Synchronous :func:`apply_post_search` (in a worker thread, with the caller's context
     variables, when called from inside a running event loop)."""
+    checked = _checked_config(config)
+    if not _calls_a_model(checked):  # no reranker, no pruner: no event loop to pay for
+        if isinstance(checked, TopKMemorySearchConfig) and not isinstance(
+                checked.max_results, _NotSetMarker):
+            return list(candidates[:checked.max_results])
+        return list(candidates)
     coroutine = apply_post_search(config, query, candidates)
     try:
         asyncio.get_running_loop()
@@ -134,6 +140,14 @@ def run_post_search(config: ISearchConfig | None | _NotSetMarker, query: str,
     context = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(context.run, asyncio.run, coroutine).result()
+
+
+def _calls_a_model(config: ISearchConfig | None) -> bool:
+    """Whether applying ``config`` asks a reranker or a pruning model."""
+    if isinstance(config, PruningMemorySearchConfig):
+        return True
+    return isinstance(config, _RerankingMemorySearchConfig) and not isinstance(
+        config.reranker, _NotSetMarker) and config.reranker is not None
 
 
 def resolve_token_budgets(config: ISearchConfig | None | _NotSetMarker,

@@ -157,13 +157,15 @@ class OracleSearchResult(SearchResult):
         InvalidArgumentTypeError: an argument has the wrong type.
     """
 
-    __slots__ = ("_distance", "_format_config", "_id", "_linked_results", "_record")
+    __slots__ = ("_distance", "_format_config", "_formatted", "_id", "_linked_results",
+                 "_record")
 
     _distance: float
     _record: Record
     _id: str | None
     _format_config: SearchResultFormatConfig
     _linked_results: list[tuple[RecordRelation, SearchResult]]
+    _formatted: str | None
 
     def __init__(self, distance: float, record: Record, *, id: str | None = None,
                  linked_results: Sequence[tuple[RecordRelation, SearchResult]] | None = None,
@@ -186,6 +188,7 @@ class OracleSearchResult(SearchResult):
         self._record = record
         self._id = id if id is not None else record.id
         self._format_config = format_config
+        self._formatted = None
         if linked_results is None:
             self._linked_results = [
                 (relation, OracleSearchResult(distance, linked, format_config=format_config))
@@ -239,8 +242,11 @@ class OracleSearchResult(SearchResult):
 
     @property
     def formatted_content(self) -> str:
-        """The XML-safe rendering with this result's default configuration."""
-        return self.format_content()
+        """The XML-safe rendering with this result's default configuration (computed once: a
+        result and its records never change)."""
+        if self._formatted is None:
+            self._formatted = self.format_content()
+        return self._formatted
 
     def format_content(self, format_config: SearchResultFormatConfig | _NotSetMarker
                        = NOT_SET_MARKER) -> str:
