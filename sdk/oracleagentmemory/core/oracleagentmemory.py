@@ -23,6 +23,7 @@ from oracleagentmemory.apis.records import (
 from oracleagentmemory.apis.searchconfig import ISearchConfig
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core._background import BackgroundWork, WorkKey
+from oracleagentmemory.core._client_images import ClientImages
 from oracleagentmemory.core._client_search import (
     client_scope,
     given_scope,
@@ -37,7 +38,7 @@ from oracleagentmemory.core._thread_settings import (
     saved_payload,
 )
 from oracleagentmemory.core._validation import check_required_id
-from oracleagentmemory.core.memoryextraction import resolve_extraction
+from oracleagentmemory.core.memoryextraction import ResolvedExtraction, resolve_extraction
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
 from oracleagentmemory.core.searchconfig import PruningMemorySearchConfig
 from oracleagentmemory.core.storebase import OracleMemoryStore
@@ -58,7 +59,7 @@ _STORE_OPTIONS = ("schema_policy", "memory_store_id", "table_name_prefix", "sche
                   "search_strategy", "search_index_sync", "memory_retention_config")
 
 
-class OracleAgentMemory:
+class OracleAgentMemory(ClientImages):
     """The agent-memory client: threads and their messages, memories, user and agent profiles,
     relations and search, over an :class:`OracleDBMemoryStore` (built from ``connection``) or a
     caller's ``store``.
@@ -383,6 +384,10 @@ class OracleAgentMemory:
             self._link_new_memory(new_id, record_type, content)
         return new_id
 
+    def _client_settings(self) -> ResolvedExtraction:
+        """The client's extraction settings (its layer over the SDK defaults)."""
+        return resolve_extraction(self._client_layer.extraction)
+
     def _link_new_memory(self, memory_id: str, record_type: str, content: str) -> None:
         """Autonomous linking: best effort, the memory stays stored whatever happens."""
         if self._llm is None:
@@ -545,6 +550,10 @@ class OracleAgentMemory:
     update_record_link_async = AsyncTwin(update_record_link)
     delete_record_link_async = AsyncTwin(delete_record_link)
     search_async = AsyncTwin(search)
+    add_image_async = AsyncTwin(ClientImages.add_image)
+    list_images_async = AsyncTwin(ClientImages.list_images)
+    update_image_async = AsyncTwin(ClientImages.update_image)
+    delete_image_async = AsyncTwin(ClientImages.delete_image)
 
 
 def _one(value: Any) -> Any:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.asynctwin import AsyncTwin
 from oracleagentmemory.apis.message import Message
-from oracleagentmemory.apis.records import MessageRecord
+from oracleagentmemory.apis.records import ImageRecord, MessageRecord
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.core._client_search import (
     given_scope,
@@ -486,7 +486,36 @@ class OracleThread:
         """See :meth:`OracleAgentMemory.delete_record_link`."""
         return self._client.delete_record_link(**kwargs)
 
+    # --- images in the thread's scope --------------------------------------------------------
+    def add_image(self, /, image: bytes, **arguments: Any) -> str:
+        """Store an image scoped to this thread, its user and its agent unless told otherwise
+        (see :meth:`OracleAgentMemory.add_image`)."""
+        for name, value in (("user_id", self._user_id), ("agent_id", self._agent_id),
+                            ("thread_id", self._thread_id)):
+            arguments.setdefault(name, value)
+        return self._client.add_image(image, **arguments)
+
+    def list_images(self, /, image_id: Any = NOT_SET_MARKER,
+                    metadata_filter: Any = NOT_SET_MARKER, include_bytes: Any = NOT_SET_MARKER,
+                    limit: Any = NOT_SET_MARKER) -> builtins.list[ImageRecord]:
+        """This thread's images (standalone and message parts), oldest first."""
+        return self._client.list_images(image_id=image_id, thread_id=self._thread_id,
+                                        user_id=self._user_id, metadata_filter=metadata_filter,
+                                        include_bytes=include_bytes, limit=limit)
+
+    def update_image(self, /, image_id: str, **arguments: Any) -> str:
+        """See :meth:`OracleAgentMemory.update_image`."""
+        return self._client.update_image(image_id, **arguments)
+
+    def delete_image(self, /, image_id: str) -> int:
+        """See :meth:`OracleAgentMemory.delete_image`."""
+        return self._client.delete_image(image_id)
+
     add_messages_async = AsyncTwin(add_messages)
+    add_image_async = AsyncTwin(add_image)
+    list_images_async = AsyncTwin(list_images)
+    update_image_async = AsyncTwin(update_image)
+    delete_image_async = AsyncTwin(delete_image)
     get_summary_async = AsyncTwin(get_summary)
     get_context_card_async = AsyncTwin(get_context_card)
     wait_for_memory_extraction_async = AsyncTwin(wait_for_memory_extraction)
