@@ -12,6 +12,7 @@ from oracleagentmemory.apis import ImageContent, ImageMimeType, ImageRecord, Tex
 from oracleagentmemory.core import (
     MemoryExtractionConfig,
     MemoryExtractionMode,
+    MemoryLinkExtractionMode,
     OracleAgentMemory,
     OracleDBMemoryStore,
 )
@@ -151,3 +152,40 @@ def test_end_users_see_only_their_own_images(dds: Any) -> None:
         alice = OracleAgentMemory(store=store, memory_extraction_config=OFF)
         [record] = alice.list_images()
         assert record.content == "alice's passport scan"
+
+
+@pytest.mark.parametrize("context", ["disabled", "caption", "image"])
+def test_extraction_prompts_show_images_as_configured(store: OracleDBMemoryStore,
+                                                      context: str) -> None:
+    llm = ScriptedLlm('{"memories": []}', repeat_last=True)
+    config = MemoryExtractionConfig(
+        extraction_mode=MemoryExtractionMode.INLINE,
+        memory_link_extraction_mode=MemoryLinkExtractionMode.DISABLED,
+        memory_extraction_image_context=context)  # type: ignore[arg-type]
+    client = OracleAgentMemory(store=store, llm=llm, memory_extraction_config=config)
+    thread = client.create_thread(thread_id="t", user_id="u1")
+    thread.add_messages([{"role": "user", "content": [
+        {"type": "text", "text": "my cat"},
+        {"type": "image", "bytes": png(seed=2), "mime_type": "image/png",
+         "description": "a grey cat asleep"}]}])
+    [call] = llm.calls
+    urls = [str(getattr(part, "url", "")) for m in call.messages for part in m.parts]
+    conversation = str(getattr(call.messages[-1].parts[0], "text", ""))
+    assert "my cat" in conversation
+    assert ("[image: a grey cat asleep]" in conversation) is (context == "caption")
+    assert any(url.startswith("data:image/png") for url in urls) is (context == "image")
+
+
+def test_caption_context_needs_every_description(store: OracleDBMemoryStore,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    llm = ScriptedLlm('{"memories": []}', repeat_last=True)
+    config = MemoryExtractionConfig(
+        extraction_mode=MemoryExtractionMode.INLINE,
+        memory_link_extraction_mode=MemoryLinkExtractionMode.DISABLED,
+        memory_extraction_image_context="caption")  # type: ignore[arg-type]
+    client = OracleAgentMemory(store=store, llm=llm, memory_extraction_config=config)
+    thread = client.create_thread(thread_id="t", user_id="u1")
+    [message_id] = thread.add_messages([{"role": "user", "content": [
+        {"type": "image", "bytes": png(), "mime_type": "image/png"}]}])
+    assert llm.calls == [] and "needs a description" in caplog.text
+    assert thread.get_message(message_id).id == message_id  # the message is kept

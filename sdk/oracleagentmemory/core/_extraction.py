@@ -17,9 +17,14 @@ from pydantic import BaseModel, Field, ValidationError
 
 from oracleagentmemory.apis.llms import ILlm
 from oracleagentmemory.apis.memorystore import PendingRecordBatch
+from oracleagentmemory.apis.message import ImageContent, Message, TextContent
 from oracleagentmemory.apis.records import MessageRecord, Record
 from oracleagentmemory.core._tokens import CHARACTERS_PER_TOKEN, estimate_tokens
-from oracleagentmemory.core.memoryextraction import MemoryLinkExtractionMode, ResolvedExtraction
+from oracleagentmemory.core.memoryextraction import (
+    MemoryExtractionImageContext,
+    MemoryLinkExtractionMode,
+    ResolvedExtraction,
+)
 from oracleagentmemory.errors import OracleAgentMemoryError
 
 LOG = logging.getLogger("oracleagentmemory.extraction")
@@ -111,10 +116,18 @@ def shorten(text: str, max_tokens: int) -> str:
 
 
 def conversation_lines(messages: Sequence[MessageRecord], max_message_tokens: int,
-                       token_limit: int) -> list[str]:
+                       token_limit: int,
+                       images: MemoryExtractionImageContext = MemoryExtractionImageContext.DISABLED,
+                       ) -> list[str]:
     """``role: text`` lines, newest kept first when the whole exceeds ``token_limit`` (<= 0:
-    no limit); the newest message is always kept."""
-    lines = [f"{m.role or 'user'}: {shorten(_message_text(m), max_message_tokens)}"
+    no limit); the newest message is always kept. Image parts appear per ``images``: not at
+    all (``DISABLED``), as ``[image: <description>]`` (``CAPTION``) or as ``[image <id>]``
+    markers for the images sent with the prompt (``IMAGE``).
+
+    Raises:
+        ExtractionError: ``CAPTION`` and an image without a description.
+    """
+    lines = [f"{m.role or 'user'}: {shorten(_message_text(m, images), max_message_tokens)}"
              for m in messages]
     if token_limit <= 0:
         return lines
@@ -129,11 +142,30 @@ def conversation_lines(messages: Sequence[MessageRecord], max_message_tokens: in
     return kept[::-1]
 
 
-def _message_text(message: MessageRecord) -> str:
+def _message_text(message: MessageRecord, images: MemoryExtractionImageContext) -> str:
     content = message.content
     if isinstance(content, str):
         return content
-    return "\n".join(str(getattr(part, "text", "")) for part in content)
+    texts: list[str] = []
+    for part in content:
+        if isinstance(part, ImageContent):
+            if images is MemoryExtractionImageContext.CAPTION:
+                if not (part.description or "").strip():
+                    raise ExtractionError(
+                        f"memory_extraction_image_context=CAPTION needs a description for "
+                        f"every image; image {part.id!r} of message {message.id!r} has none")
+                texts.append(f"[image: {part.description}]")
+            elif images is MemoryExtractionImageContext.IMAGE:
+                texts.append(f"[image {part.id}]")
+        else:
+            texts.append(str(getattr(part, "text", "")))
+    return "\n".join(texts)
+
+
+def prompt_images(messages: Sequence[MessageRecord]) -> list[ImageContent]:
+    """The image parts (with bytes) of ``messages``, for an ``IMAGE`` extraction prompt."""
+    return [part for m in messages if not isinstance(m.content, str) for part in m.content
+            if isinstance(part, ImageContent) and part.bytes]
 
 
 def inherited_metadata(sources: Sequence[MessageRecord],
@@ -171,8 +203,9 @@ def extract_memories(store: Any, llm: ILlm, scope: ThreadScope,
     """Ask ``llm`` for memories in ``conversation`` (after ``earlier_summary``, the thread's
     summary, as context) and store them in ``scope``, with metadata inherited from ``sources``
     (the messages this pass covers); returns the new memory ids."""
+    images = settings.memory_extraction_image_context
     lines = conversation_lines(conversation, max_message_tokens,
-                               settings.memory_extraction_token_limit)
+                               settings.memory_extraction_token_limit, images)
     mode = settings.memory_link_extraction_mode
     candidates = _candidates(store, scope, "\n".join(lines)) \
         if mode is MemoryLinkExtractionMode.DURING_EXTRACTION else []
@@ -185,8 +218,10 @@ def extract_memories(store: Any, llm: ILlm, scope: ThreadScope,
     if candidates:
         user += "\n\nExisting memories:\n" + "\n".join(
             f"- [{c.id}] {c.content}" for c in candidates)
-    answer = llm.generate([{"role": "system", "content": system},
-                           {"role": "user", "content": user}],
+    attached = prompt_images(conversation) if images is MemoryExtractionImageContext.IMAGE \
+        else []
+    answer = llm.generate([Message("system", system),
+                           Message("user", [TextContent(user), *attached] if attached else user)],
                           response_json_schema=EXTRACTION_SCHEMA)
     extraction: _Extraction = parse_answer(answer.text, _Extraction)
     if not extraction.memories:

@@ -32,7 +32,10 @@ from oracleagentmemory.core._summaries import (
 from oracleagentmemory.core._thread_settings import ThreadSettings
 from oracleagentmemory.core._validation import check_required_id
 from oracleagentmemory.core.contextcard import OracleContextCard, OracleSummary
-from oracleagentmemory.core.memoryextraction import MemoryExtractionMode
+from oracleagentmemory.core.memoryextraction import (
+    MemoryExtractionImageContext,
+    MemoryExtractionMode,
+)
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError, RecordKeyError
 
 if TYPE_CHECKING:
@@ -191,8 +194,10 @@ class OracleThread:
             return  # deleted before the pass ran
         # The conversation ends at the newest source: later messages belong to later passes.
         window = max(settings.memory_extraction_window, len(source_ids))
+        with_images = settings.memory_extraction_image_context is MemoryExtractionImageContext.IMAGE
         conversation = self._store.list_thread_messages(
-            self._thread_id, last_n=window, range_end_seq_no=newest.seq_no + 1)
+            self._thread_id, last_n=window, range_end_seq_no=newest.seq_no + 1,
+            include_bytes=with_images)
         wanted = set(source_ids)
         sources = [m for m in conversation if m.id in wanted]
         if not sources:
