@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from oracleagentmemory.apis import ImageContent, ImageMimeType, ImageRecord, TextContent
 from oracleagentmemory.core import (
+    ImageInputLimitConfig,
     MemoryExtractionConfig,
     MemoryExtractionMode,
     MemoryLinkExtractionMode,
@@ -189,3 +190,23 @@ def test_caption_context_needs_every_description(store: OracleDBMemoryStore,
         {"type": "image", "bytes": png(), "mime_type": "image/png"}]}])
     assert llm.calls == [] and "needs a description" in caplog.text
     assert thread.get_message(message_id).id == message_id  # the message is kept
+
+
+def test_image_limits_of_the_client_and_the_thread(store: OracleDBMemoryStore) -> None:
+    small = ImageInputLimitConfig(max_raw_image_bytes=50)
+    client = OracleAgentMemory(store=store, memory_extraction_config=OFF,
+                               image_input_limit_config=small)
+    big = png(width=64, height=64, seed=7)
+    assert len(big) > 50
+    with pytest.raises(InvalidArgumentError, match="max_raw_image_bytes=50"):
+        client.add_image(big, user_id="u1")
+    thread = client.create_thread(thread_id="t", user_id="u1")
+    with pytest.raises(InvalidArgumentError, match=r"messages\[0\]\.content\[0\]"):
+        thread.add_messages([{"role": "user", "content": [
+            {"type": "image", "bytes": big, "mime_type": "image/png"}]}])
+    roomy = client.create_thread(thread_id="t2", user_id="u1",
+                                 image_input_limit_config=ImageInputLimitConfig(
+                                     max_raw_image_bytes=1_000_000))
+    assert len(roomy.add_messages([{"role": "user", "content": [
+        {"type": "image", "bytes": big, "mime_type": "image/png"}]}])) == 1
+    assert client.list_images(user_id="u1") != []

@@ -18,6 +18,7 @@ from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeEr
 
 if TYPE_CHECKING:
     from oracleagentmemory.core._background import BackgroundWork, WorkKey
+    from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 
 LOG = logging.getLogger("oracleagentmemory.images")
 
@@ -69,6 +70,9 @@ class ClientImages:
         def _client_settings(self) -> ResolvedExtraction:
             raise NotImplementedError
 
+        def _image_limits(self) -> ImageInputLimitConfig:
+            raise NotImplementedError
+
     def add_image(self, /, image: bytes, description: Any = NOT_SET_MARKER,
                   mime_type: Any = NOT_SET_MARKER, image_id: Any = NOT_SET_MARKER,
                   user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
@@ -79,6 +83,11 @@ class ClientImages:
         id. Without a ``description`` the client's model writes one (inline or in background
         work, as the extraction mode says); without a model the image is stored undescribed."""
         mime = _mime(image, mime_type)
+        limit = self._image_limits().max_raw_image_bytes
+        if isinstance(limit, int) and len(image) > limit:
+            raise InvalidArgumentError(
+                f"image: {len(image)} bytes, more than max_raw_image_bytes={limit}",
+                argument="image")
         if metadata is not NOT_SET_MARKER and metadata is not None \
                 and not isinstance(metadata, dict):
             raise InvalidArgumentTypeError("metadata must be a dict or None", argument="metadata")

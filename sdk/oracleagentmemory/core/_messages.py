@@ -126,3 +126,22 @@ def to_message(record: MessageRecord) -> Message:
     return Message(role=record.role or "", content=content, timestamp=record.timestamp,
                    metadata=record.metadata if isinstance(record.metadata, dict) else None,
                    id=record.id)
+
+
+def check_image_sizes(contents: Sequence[object], limit: object) -> None:
+    """Refuse an image part larger than ``limit`` bytes (``ImageInputLimitConfig``).
+
+    Raises:
+        InvalidArgumentError: naming the message and the part.
+    """
+    if not isinstance(limit, int):
+        return
+    for n, content in enumerate(contents):
+        if isinstance(content, str) or not isinstance(content, Sequence):
+            continue
+        for k, part in enumerate(content):
+            if isinstance(part, ImageContent) and part.bytes is not None \
+                    and len(part.bytes) > limit:
+                raise InvalidArgumentError(
+                    f"messages[{n}].content[{k}]: the image has {len(part.bytes)} bytes, more "
+                    f"than max_raw_image_bytes={limit}", argument=f"messages[{n}].content[{k}]")

@@ -38,6 +38,7 @@ from oracleagentmemory.core._thread_settings import (
     saved_payload,
 )
 from oracleagentmemory.core._validation import check_required_id
+from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 from oracleagentmemory.core.memoryextraction import ResolvedExtraction, resolve_extraction
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
 from oracleagentmemory.core.searchconfig import PruningMemorySearchConfig
@@ -383,6 +384,10 @@ class OracleAgentMemory(ClientImages):
         if link_autonomously:
             self._link_new_memory(new_id, record_type, content)
         return new_id
+
+    def _image_limits(self) -> ImageInputLimitConfig:
+        """The client's image limits (its layer over the SDK maxima)."""
+        return (self._client_layer.image_limits or ImageInputLimitConfig()).resolved()
 
     def _client_settings(self) -> ResolvedExtraction:
         """The client's extraction settings (its layer over the SDK defaults)."""

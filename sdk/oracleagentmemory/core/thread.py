@@ -18,7 +18,12 @@ from oracleagentmemory.core._client_search import (
     thread_scope,
 )
 from oracleagentmemory.core._extraction import ThreadScope, extract_memories
-from oracleagentmemory.core._messages import message_columns, message_content_parts, to_message
+from oracleagentmemory.core._messages import (
+    check_image_sizes,
+    message_columns,
+    message_content_parts,
+    to_message,
+)
 from oracleagentmemory.core._postsearch import apply_token_budgets
 from oracleagentmemory.core._summaries import (
     DEFAULT_SUMMARY_TOKEN_BUDGET,
@@ -119,6 +124,7 @@ class OracleThread:
         """Append messages (``Message`` objects or ``{"role", "content"}`` mappings) to the thread;
         returns their ids in order. The raw messages are stored first, in one transaction."""
         columns = message_columns(messages, metadata)
+        check_image_sizes(columns.contents, self._settings.image_limits.max_raw_image_bytes)
         ids = [None if i is None else check_required_id(i, "messages.id")
                for i in columns.record_ids]
         added = [str(i) for i in self._store.add(
