@@ -432,3 +432,19 @@ def test_pruner_llm_prunes_client_search(make_store: StoreFactory) -> None:
     _foods(client)
     pruned = client.search("pizza", user_id="u1", max_results=4)
     assert 1 <= len(pruned) < 4
+
+
+def test_client_and_thread_implement_the_contracts(client: OracleAgentMemory) -> None:
+    from oracleagentmemory.apis import IAgentMemory, IThread, MemoryLink
+
+    thread = client.create_thread(thread_id="t", user_id="u1")
+    assert isinstance(client, IAgentMemory) and isinstance(thread, IThread)
+    missing = [name for name in ("add_memory_async", "search_async", "get_summary_async",
+                                 "get_context_card_async", "list_images_async")
+               if not asyncio.iscoroutinefunction(getattr(thread if "summary" in name or
+                                                          "card" in name else client, name))]
+    assert missing == []
+    link = MemoryLink("r", "a", "fact", "b", "memory", "supports", "is_supported_by", None,
+                      None, "2026-01-01T00:00:00+00:00")
+    assert (link.source_memory_id, link.target_memory_id, link.link_type) == ("a", "b",
+                                                                              "supports")

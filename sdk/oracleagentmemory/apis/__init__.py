@@ -1,5 +1,6 @@
 """Contracts and value types of the Agent Memory SDK."""
 
+from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.embedders import IEmbedder
 from oracleagentmemory.apis.llms import ILlm, LlmResponse
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, IMemoryStore, PendingRecordBatch
@@ -17,22 +18,25 @@ from oracleagentmemory.apis.records import (
     GuidelineRecord,
     ImageRecord,
     MemoryRecord,
+    MemoryRecordType,
     MessageRecord,
     PreferenceRecord,
     Record,
     RecordStatus,
+    RecordType,
     ScopedRecord,
     ThreadRecord,
     ThreadSummaryRecord,
     UserProfileRecord,
     build_record,
 )
-from oracleagentmemory.apis.relations import RecordRelation
+from oracleagentmemory.apis.relations import MemoryLink, MemoryLinkType, RecordRelation
 from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
 from oracleagentmemory.apis.scope import Scope, SearchScope
 from oracleagentmemory.apis.searchconfig import ISearchConfig
 from oracleagentmemory.apis.searchresult import SearchResult, SearchResultFormatConfig
 from oracleagentmemory.apis.summary import ContextCard, Summary
+from oracleagentmemory.apis.thread import IThread
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 
 __all__ = [
@@ -42,16 +46,21 @@ __all__ = [
     "ContextCard",
     "FactRecord",
     "GuidelineRecord",
+    "IAgentMemory",
     "IEmbedder",
     "ILlm",
     "IMemoryStore",
     "IReranker",
     "ISearchConfig",
+    "IThread",
     "ImageContent",
     "ImageMimeType",
     "ImageRecord",
     "LlmResponse",
+    "MemoryLink",
+    "MemoryLinkType",
     "MemoryRecord",
+    "MemoryRecordType",
     "Message",
     "MessageContent",
     "MessageRecord",
@@ -60,6 +69,7 @@ __all__ = [
     "Record",
     "RecordRelation",
     "RecordStatus",
+    "RecordType",
     "RerankResponse",
     "RerankResponseResult",
     "Scope",

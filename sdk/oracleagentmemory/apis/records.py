@@ -14,13 +14,19 @@ import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from oracleagentmemory.apis.message import ImageMimeType, MessageContent
 from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.errors import InvalidArgumentError
 
 MetadataValue = dict[str, Any] | None
+
+MemoryRecordType = Literal["memory", "guideline", "fact", "preference"]
+"""The memory-like record types."""
+RecordType = Literal["thread", "message", "thread_summary", "memory", "guideline", "fact",
+                     "preference", "user_profile", "agent_profile", "image"]
+"""Every record type a store holds."""
 
 MEMORY_TYPES: frozenset[str] = frozenset({"memory", "fact", "guideline", "preference"})
 """Record types stored in the memory table (memory-like records)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 MEMORY_LINK_OPPOSITES: dict[str, str] = {
     "supersedes": "is_superseded_by",
@@ -35,3 +35,27 @@ class RecordRelation:
     timestamp: str | None
     metadata: dict[str, Any] | None = field(hash=False)
     created_at: str
+
+
+MemoryLinkType = Literal["supersedes", "contradicts", "refines", "supports", "duplicates"]
+"""The built-in relation types between memories."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLink(RecordRelation):
+    """A relation between two memory-like records, named as memories and links."""
+
+    @property
+    def source_memory_id(self) -> str:
+        """The memory the link starts from."""
+        return self.source_record_id
+
+    @property
+    def target_memory_id(self) -> str:
+        """The memory the link points to."""
+        return self.target_record_id
+
+    @property
+    def link_type(self) -> str:
+        """The relation type, read from source to target."""
+        return self.relation_type

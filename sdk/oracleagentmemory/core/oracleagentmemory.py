@@ -9,6 +9,7 @@ from typing import Any
 from uuid import uuid4
 
 from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
+from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.asynctwin import AsyncTwin
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
 from oracleagentmemory.apis.records import (
@@ -60,7 +61,7 @@ _STORE_OPTIONS = ("schema_policy", "memory_store_id", "table_name_prefix", "sche
                   "search_strategy", "search_index_sync", "memory_retention_config")
 
 
-class OracleAgentMemory(ClientImages):
+class OracleAgentMemory(ClientImages, IAgentMemory):
     """The agent-memory client: threads and their messages, memories, user and agent profiles,
     relations and search, over an :class:`OracleDBMemoryStore` (built from ``connection``) or a
     caller's ``store``.

@@ -12,6 +12,7 @@ from oracleagentmemory.apis.asynctwin import AsyncTwin
 from oracleagentmemory.apis.message import Message
 from oracleagentmemory.apis.records import ImageRecord, MessageRecord
 from oracleagentmemory.apis.searchresult import SearchResult
+from oracleagentmemory.apis.thread import IThread
 from oracleagentmemory.core._client_search import (
     given_scope,
     search_records,
@@ -52,7 +53,7 @@ RECENT_MESSAGE_WINDOW = 100
 """How many recent messages :meth:`OracleThread.get_messages` returns by default."""
 
 
-class OracleThread:
+class OracleThread(IThread):
     """A conversation thread: its messages, and memories, links and search in its scope.
 
     Threads come from :meth:`OracleAgentMemory.create_thread` and
