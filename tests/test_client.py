@@ -448,3 +448,20 @@ def test_client_and_thread_implement_the_contracts(client: OracleAgentMemory) ->
                       None, "2026-01-01T00:00:00+00:00")
     assert (link.source_memory_id, link.target_memory_id, link.link_type) == ("a", "b",
                                                                               "supports")
+
+
+def test_a_standalone_thread_over_a_store(make_store: StoreFactory) -> None:
+    """``OracleThread(store, ...)`` as the reference has it: creates the thread, or opens the
+    stored one keeping its saved settings."""
+    store = make_store(embedder=HashingEmbedder(64))
+    thread = OracleThread(store, thread_id="solo", user_id="u1", max_message_token_length=777)
+    assert store.get("thread", "solo") is not None
+    thread.add_messages([{"role": "user", "content": "hello"}])
+    assert thread.settings.extraction.extract_memories is False  # no llm: no extraction
+    again = OracleThread(store, thread_id="solo")
+    assert (again.user_id, again.max_message_token_length) == ("u1", 777)
+    assert [m.content for m in again.get_messages()] == ["hello"]
+    assert OracleThread(store).thread_id != "solo"  # a new one, id generated
+    client = OracleAgentMemory(store=store, memory_extraction_config=NO_EXTRACTION)
+    with pytest.raises(InvalidArgumentError, match="client"):
+        OracleThread(make_store(), client=client)

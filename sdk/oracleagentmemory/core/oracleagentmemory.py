@@ -210,7 +210,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
         settings_now = resolve_settings(overrides, runtime, self._client_layer)
         self._check_extraction(settings_now, thread_llm)
         self._store._create_thread(thread_id, user_id, agent_id, metadata, runtime or None)
-        return OracleThread(self, thread_id, user_id, agent_id, metadata, settings_now,
+        return OracleThread._open(self, thread_id, user_id, agent_id, metadata, settings_now,
                             thread_llm, self._pick_search_config(search_config))
 
     def get_thread(self, /, thread_id: str, *, llm: Any = NOT_SET_MARKER,
@@ -278,8 +278,8 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
         thread_llm = self._llm if llm is NOT_SET_MARKER else llm
         self._check_extraction(settings, thread_llm)
         metadata = record.metadata if isinstance(record.metadata, dict) else None
-        return OracleThread(self, record.id, record.user_id, record.agent_id, metadata, settings,
-                            thread_llm, self._pick_search_config(search_config))
+        return OracleThread._open(self, record.id, record.user_id, record.agent_id, metadata,
+                                  settings, thread_llm, self._pick_search_config(search_config))
 
     def _check_extraction(self, settings: ThreadSettings, llm: Any) -> None:
         if settings.extraction.extract_memories and llm is None:

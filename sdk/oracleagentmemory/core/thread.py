@@ -35,7 +35,7 @@ from oracleagentmemory.core._summaries import (
     transcript,
     within_budget,
 )
-from oracleagentmemory.core._thread_settings import ThreadSettings
+from oracleagentmemory.core._thread_settings import THREAD_LIMIT_DEFAULTS, ThreadSettings
 from oracleagentmemory.core._validation import check_required_id
 from oracleagentmemory.core.contextcard import OracleContextCard, OracleSummary
 from oracleagentmemory.core.memoryextraction import (
@@ -60,9 +60,86 @@ class OracleThread(IThread):
     :meth:`OracleAgentMemory.get_thread`.
     """
 
-    def __init__(self, client: OracleAgentMemory, thread_id: str, user_id: str | None,
-                 agent_id: str | None, metadata: dict[str, Any] | None,
-                 settings: ThreadSettings, llm: Any = None, search_config: Any = None) -> None:
+    def __init__(self, store: Any, client: OracleAgentMemory | None = None,
+                 thread_id: Any = NOT_SET_MARKER, user_id: Any = NOT_SET_MARKER,
+                 agent_id: Any = NOT_SET_MARKER, metadata: Any = NOT_SET_MARKER,
+                 persist_messages_in_config: bool = False, llm: Any = NOT_SET_MARKER,
+                 memory_extraction_config: Any = NOT_SET_MARKER,
+                 image_input_limit_config: Any = NOT_SET_MARKER,
+                 max_message_token_length: int = 15_000,
+                 message_shortening_input_token_limit: int = 30_000,
+                 memory_extraction_window: Any = NOT_SET_MARKER,
+                 context_summary_update_frequency: Any = NOT_SET_MARKER,
+                 memory_extraction_frequency: Any = NOT_SET_MARKER,
+                 memory_extraction_token_limit: Any = NOT_SET_MARKER,
+                 context_card_token_limit: int = 100_000,
+                 context_card_type_search_concurrency: int = 5,
+                 enable_context_summary: Any = NOT_SET_MARKER,
+                 memory_extraction_custom_instructions: Any = NOT_SET_MARKER,
+                 memory_extraction_inherit_message_metadata: Any = NOT_SET_MARKER,
+                 search_config: Any = NOT_SET_MARKER) -> None:
+        """A thread over ``store``: the stored thread ``thread_id`` when it exists, else a new
+        one (ids generated when omitted). Without ``client`` the thread has a private one:
+        extraction runs only when an ``llm`` is given, and summaries are kept by default.
+
+        ``persist_messages_in_config`` is accepted for compatibility; a database store never
+        copies messages into the thread's configuration.
+        """
+        from oracleagentmemory.core.memoryextraction import MemoryExtractionConfig
+        from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
+
+        thread_llm = None if llm is NOT_SET_MARKER else llm
+        if client is None:
+            defaults = MemoryExtractionConfig(extract_memories=thread_llm is not None,
+                                              enable_context_summary=thread_llm is not None)
+            client = OracleAgentMemory(store=store, llm=NOT_SET_MARKER if thread_llm is None
+                                       else thread_llm, memory_extraction_config=defaults)
+        elif client.store is not store:
+            raise InvalidArgumentError("client must be the agent-memory client of store",
+                                       argument="client")
+        settings = {
+            "max_message_token_length": max_message_token_length,
+            "message_shortening_input_token_limit": message_shortening_input_token_limit,
+            "context_card_token_limit": context_card_token_limit,
+            "context_card_type_search_concurrency": context_card_type_search_concurrency,
+            "memory_extraction_window": memory_extraction_window,
+            "context_summary_update_frequency": context_summary_update_frequency,
+            "memory_extraction_frequency": memory_extraction_frequency,
+            "memory_extraction_token_limit": memory_extraction_token_limit,
+            "enable_context_summary": enable_context_summary,
+            "memory_extraction_custom_instructions": memory_extraction_custom_instructions,
+            "memory_extraction_inherit_message_metadata":
+                memory_extraction_inherit_message_metadata,
+            "memory_extraction_config": memory_extraction_config,
+            "image_input_limit_config": image_input_limit_config,
+        }
+        # The signature's defaults stand for "omitted": they never hide a thread's saved value.
+        for name, default in THREAD_LIMIT_DEFAULTS.items():
+            if settings[name] == default:
+                settings[name] = NOT_SET_MARKER
+        existing = None if thread_id is NOT_SET_MARKER else client._store.get(
+            "thread", check_required_id(thread_id, "thread_id"))
+        opened = client.get_thread(thread_id, llm=llm, search_config=search_config,
+                                   **settings) if existing is not None else \
+            client.create_thread(thread_id=thread_id, user_id=user_id, agent_id=agent_id,
+                                 metadata=metadata, llm=llm, search_config=search_config,
+                                 **settings)
+        self._bind(client, opened._thread_id, opened._user_id, opened._agent_id,
+                   opened._metadata, opened._settings, opened._llm, opened._search_config)
+
+    @classmethod
+    def _open(cls, client: OracleAgentMemory, thread_id: str, user_id: str | None,
+              agent_id: str | None, metadata: dict[str, Any] | None, settings: ThreadSettings,
+              llm: Any = None, search_config: Any = None) -> OracleThread:
+        """The thread object of a stored thread (what the client's create/get return)."""
+        thread = cls.__new__(cls)
+        thread._bind(client, thread_id, user_id, agent_id, metadata, settings, llm,
+                     search_config)
+        return thread
+
+    def _bind(self, client: OracleAgentMemory, thread_id: str, user_id: str | None,
+              agent_id: str | None, metadata: dict[str, Any] | None, settings: ThreadSettings,
+              llm: Any, search_config: Any) -> None:
         self._client = client
         self._store = client._store
         self._thread_id = thread_id
