@@ -366,9 +366,9 @@ class OracleThread(IThread):
         check_required_id(message_id, "message_id")
         record = self._store.get("message", message_id)
         if not isinstance(record, MessageRecord) or record.thread_id != self._thread_id:
-            raise RecordKeyError(f"no message {message_id!r} in thread "
-                                       f"{self._thread_id!r}", argument="message_id",
-                                       record_id=message_id, record_type="message")
+            raise RecordKeyError(f"no message {message_id!r} in thread {self._thread_id!r}",
+                                 argument="message_id", record_id=message_id,
+                                 record_type="message")
         return record
 
     # --- search ---------------------------------------------------------------------------
