@@ -86,6 +86,8 @@ def test_unnormalised_vectors_are_returned_as_served(server: ModelServer) -> Non
 def test_dimension_is_learnt_from_the_service(server: ModelServer) -> None:
     embedder = make(server, embedding_dimension=None)
     assert embedder.embedding_dimension == DIM
+    assert embedder.embedding_dimension == DIM
+    assert len(server.requests) == 1  # the service is asked once
     assert embedder.embed([]).shape == (0, DIM)
     assert embedder.embed(["x"]).shape == (1, DIM)
 

@@ -125,9 +125,9 @@ class Embedder(HttpModelClient, IEmbedder):
     @property
     def embedding_dimension(self) -> int:
         """Dimension of every vector (asks the service once when not given at construction)."""
-        if self._dimension is None:
+        if self._dimension is None:  # asked once, then remembered
             probe = self._vectors(self._http.post_json(self._url, self._body(["probe"])), 1)
-            return int(probe.shape[1])
+            self._dimension = int(probe.shape[1])
         return self._dimension
 
     @property
