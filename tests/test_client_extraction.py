@@ -338,3 +338,31 @@ def test_background_job_whose_context_is_refused_fails_closed(
         assert thread.get_message(second).content == "two"
     client.close()
     store.close()
+
+
+@pytest.mark.parametrize("shortener_works", [True, False])
+def test_oversized_messages_are_shortened_by_the_model_for_prompts(
+        store: OracleDBMemoryStore, shortener_works: bool) -> None:
+    long_text = "I like tea. " + "blah " * 400 + "My sister is called Ana."
+
+    def answer(call: ScriptedCall) -> str:
+        if "Rewrite the message below" in call.text:
+            excerpt = call.last_user_text
+            assert len(excerpt) <= int(20 * 3.5)  # message_shortening_input_token_limit
+            if not shortener_works:
+                raise RuntimeError("model down")
+            return "Likes tea; sister Ana."
+        return memories()
+
+    llm = ScriptedLlm(responder=answer)
+    client = client_for(store, llm, extraction_mode=INLINE)
+    thread = client.create_thread(thread_id="t", user_id="u1", max_message_token_length=10,
+                                  message_shortening_input_token_limit=20)
+    [message_id] = thread.add_messages([{"role": "user", "content": long_text}])
+    extraction = llm.calls[-1].text
+    assert "blah blah blah blah blah" not in extraction
+    if shortener_works:
+        assert "Likes tea; sister Ana." in extraction
+    else:
+        assert "I like tea." in extraction and "[...]" in extraction  # truncated instead
+    assert thread.get_message(message_id).content == long_text  # stored content unchanged

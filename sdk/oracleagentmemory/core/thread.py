@@ -18,7 +18,7 @@ from oracleagentmemory.core._client_search import (
     search_records,
     thread_scope,
 )
-from oracleagentmemory.core._extraction import ThreadScope, extract_memories
+from oracleagentmemory.core._extraction import ThreadScope, extract_memories, llm_shortener
 from oracleagentmemory.core._messages import (
     check_image_sizes,
     message_columns,
@@ -286,7 +286,9 @@ class OracleThread(ThreadContext, IThread):
             if settings.enable_context_summary else None
         extract_memories(self._store, self._llm, self._scope(), conversation, sources, settings,
                          self._settings.max_message_token_length,
-                         earlier.summary if earlier is not None else None)
+                         earlier.summary if earlier is not None else None,
+                         llm_shortener(self._llm, self._settings.max_message_token_length,
+                                       self._settings.message_shortening_input_token_limit))
 
     def wait_for_memory_extraction(self, /, timeout: float | None = 300.0) -> None:
         """Wait up to ``timeout`` seconds for this thread's accepted background extraction."""
