@@ -1,0 +1,149 @@
+"""Bearer-token authentication: a JWT verified with joserfc becomes a :class:`Principal`.
+
+The verifier accepts only the configured algorithms (``none`` and unlisted ones are refused by
+joserfc before any key is used), checks the signature against the issuer's JWKS (read from a
+file; fetching a JWKS URL is not built yet), and requires ``iss``, ``aud``, ``exp`` and ``sub``
+(essential: a token without ``exp`` is refused) with ``nbf``/``iat`` checked under a small
+leeway. Every failure is a :class:`TokenRejected`, which the app answers with 401.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
+from joserfc.jwt import JWTClaimsRegistry
+from oracleagentmemory.errors import InvalidArgumentError, UnsupportedFeatureError
+
+from oam_gateway.settings import GatewaySettings
+
+BEARER_PREFIX = "bearer "
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The verified caller: who they are, their groups, their tenant."""
+
+    user_name: str
+    """The end user, namespaced ``<identity provider>:<user>`` when a provider is configured."""
+    groups: tuple[str, ...]
+    tenant: str
+    expires_at: int
+    """The token's ``exp`` (seconds since the epoch)."""
+
+
+class TokenRejected(Exception):
+    """The request carries no acceptable bearer token.
+
+    ``error`` is the RFC 6750 error code for ``WWW-Authenticate`` (``None`` when the request
+    carried no credentials at all); ``description`` says why, without echoing the token.
+    """
+
+    def __init__(self, description: str, *, error: str | None = "invalid_token") -> None:
+        super().__init__(description)
+        self.description = description
+        self.error = error
+
+
+def load_key_set(settings: GatewaySettings) -> KeySet:
+    """The issuer's public keys from :attr:`GatewaySettings.jwks_file`."""
+    if settings.jwks_file is None:
+        raise UnsupportedFeatureError("fetching a JWKS URL is not supported yet: set jwks_file")
+    return key_set_from_file(settings.jwks_file)
+
+
+def key_set_from_file(path: Path) -> KeySet:
+    """A JWKS document (``{"keys": [...]}``) read from ``path``."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        key_set: KeySet = KeySet.import_key_set(document)
+    except (ValueError, JoseError) as error:
+        raise InvalidArgumentError(f"{path} is not a JWKS document: {error}",
+                                   argument="jwks_file") from error
+    return key_set
+
+
+class TokenVerifier:
+    """Verifies bearer tokens for one issuer and audience."""
+
+    def __init__(self, keys: KeySet, settings: GatewaySettings) -> None:
+        self._keys = keys
+        self._algorithms: Sequence[str] = settings.effective_algorithms
+        self._max_bytes = settings.max_token_bytes
+        self._tenant = settings.tenant
+        self._namespace = settings.identity_provider
+        self._user_claim = settings.user_claim
+        self._groups_claim = settings.groups_claim
+        self._registry = JWTClaimsRegistry(
+            leeway=settings.leeway_seconds,
+            iss={"essential": True, "value": settings.issuer},
+            aud={"essential": True, "value": settings.audience},
+            exp={"essential": True},
+            sub={"essential": True},
+        )
+
+    @classmethod
+    def from_settings(cls, settings: GatewaySettings) -> TokenVerifier:
+        """A verifier with the keys the settings name."""
+        return cls(load_key_set(settings), settings)
+
+    def verify_header(self, authorization: str | None) -> Principal:
+        """The principal of an ``Authorization`` header value; :class:`TokenRejected` if none."""
+        if authorization is None or not authorization.strip():
+            raise TokenRejected("a bearer token is required", error=None)
+        if not authorization[: len(BEARER_PREFIX)].lower() == BEARER_PREFIX:
+            raise TokenRejected("the Authorization header must use the Bearer scheme")
+        token = authorization[len(BEARER_PREFIX):].strip()
+        if not token or " " in token:
+            raise TokenRejected("the Authorization header is malformed")
+        return self.verify(token)
+
+    def verify(self, token: str) -> Principal:
+        """The principal of a compact JWS ``token``; :class:`TokenRejected` when it fails."""
+        if len(token) > self._max_bytes:
+            raise TokenRejected("the token is too large")
+        try:
+            decoded = jwt.decode(token, self._keys, algorithms=self._algorithms)
+            self._registry.validate(decoded.claims)
+        except JoseError as error:
+            raise TokenRejected(_describe(error)) from error
+        except (ValueError, TypeError, KeyError) as error:
+            raise TokenRejected("the token is malformed") from error
+        return self._principal(decoded.claims)
+
+    def _principal(self, claims: dict[str, Any]) -> Principal:
+        user = claims.get(self._user_claim)
+        if not isinstance(user, str) or not user:
+            raise TokenRejected(f"the {self._user_claim!r} claim must be a non-empty string")
+        groups = claims.get(self._groups_claim, [])
+        if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+            raise TokenRejected(f"the {self._groups_claim!r} claim must be a list of strings")
+        expires_at = claims["exp"]
+        if not isinstance(expires_at, int):
+            raise TokenRejected("the 'exp' claim must be an integer")
+        name = f"{self._namespace}:{user}" if self._namespace else user
+        return Principal(user_name=name, groups=tuple(groups), tenant=self._tenant,
+                         expires_at=expires_at)
+
+
+def _describe(error: JoseError) -> str:
+    """A short reason for ``WWW-Authenticate``: the error's class of failure, no token text."""
+    name = type(error).__name__
+    reasons = {
+        "ExpiredTokenError": "the token has expired",
+        "MissingClaimError": "the token lacks a required claim",
+        "BadSignatureError": "the token's signature does not verify",
+        "UnsupportedAlgorithmError": "the token's algorithm is not allowed",
+        "InvalidKeyIdError": "the token's signing key is unknown",
+    }
+    if name in reasons:
+        return reasons[name]
+    if name == "InvalidClaimError":  # joserfc names the claim ("Invalid claim: 'aud'"), no value
+        return str(getattr(error, "description", "")) or "a claim of the token is invalid"
+    return "the token is not acceptable"

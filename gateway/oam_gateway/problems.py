@@ -1,0 +1,43 @@
+"""RFC 9457 problem details: every error the gateway answers is ``application/problem+json``.
+
+Each kind of problem has a stable ``type`` URI (a ``tag:`` URI, RFC 4151: stable, not meant to be
+dereferenced), listed in :data:`PROBLEM_TYPES`; clients branch on it, never on ``title`` or
+``detail``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from starlette.responses import Response
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+TYPE_PREFIX = "tag:oracleagentmemory.gateway,2026:problem/"
+
+PROBLEM_TYPES: dict[str, str] = {
+    "invalid-token": "Authentication required",
+    "not-found": "Not found",
+    "method-not-allowed": "Method not allowed",
+    "database-unavailable": "Database unavailable",
+    "internal-error": "Internal error",
+}
+"""Slug of each problem type and its title (the ``type`` URI is :data:`TYPE_PREFIX` + slug)."""
+
+
+def problem_type(slug: str) -> str:
+    """The stable ``type`` URI of the problem ``slug`` (one of :data:`PROBLEM_TYPES`)."""
+    if slug not in PROBLEM_TYPES:
+        raise KeyError(f"unknown problem type {slug!r}")
+    return TYPE_PREFIX + slug
+
+
+def problem_response(status: int, slug: str, detail: str, *, instance: str | None = None,
+                     headers: Mapping[str, str] | None = None) -> Response:
+    """An ``application/problem+json`` response for the problem ``slug``."""
+    body: dict[str, object] = {"type": problem_type(slug), "title": PROBLEM_TYPES[slug],
+                               "status": status, "detail": detail}
+    if instance is not None:
+        body["instance"] = instance
+    return Response(json.dumps(body), status_code=status, headers=dict(headers or {}),
+                    media_type=PROBLEM_CONTENT_TYPE)

@@ -1,0 +1,105 @@
+"""The gateway's settings (one-tenant mode): database, store, application token, token issuer.
+
+Read from the environment (prefix ``OAM_GATEWAY_``, e.g. ``OAM_GATEWAY_ISSUER``) or given as
+keyword arguments. Secrets (the database URL, which may carry a password, and the application
+token) are :class:`~pydantic.SecretStr`: they never appear in ``repr``, ``str`` or logs. The
+application token comes from ``OAM_GATEWAY_APP_TOKEN`` or from the file named by
+``OAM_GATEWAY_APP_TOKEN_FILE``, never both.
+
+Example::
+
+    settings = GatewaySettings(database_url="postgresql://...", memory_store_id="demo",
+                               schema_owner="oam_demo", issuer="https://idp.example",
+                               audience="oam", jwks_file="jwks.json")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from oracleagentmemory.errors import InvalidArgumentError
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Algorithm = Literal["RS256", "ES256", "EdDSA", "Ed25519", "HS256"]
+"""The signature algorithms the gateway can accept (``none`` is never one of them)."""
+
+ASYMMETRIC_ALGORITHMS: tuple[Algorithm, ...] = ("RS256", "ES256", "EdDSA", "Ed25519")
+"""The default allow-list: RS256, ES256 and Ed25519 (``EdDSA`` is its pre-RFC 9864 name)."""
+
+ENV_PREFIX = "OAM_GATEWAY_"
+
+
+class GatewaySettings(BaseSettings):
+    """Settings of a one-tenant gateway."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
+
+    database_url: SecretStr
+    """Connection URL of the tenant's database as its runtime login (secret: it may hold a
+    password)."""
+    memory_store_id: str = Field(min_length=1)
+    schema_owner: str = Field(min_length=1)
+    app_token: SecretStr | None = None
+    """The application's secret that opens end-user contexts (or use :attr:`app_token_file`)."""
+    app_token_file: Path | None = None
+    tenant: str = Field(default="default", min_length=1)
+    """The tenant's name (one-tenant mode: every principal belongs to it)."""
+
+    issuer: str = Field(min_length=1)
+    """The ``iss`` claim the tokens must carry, exactly."""
+    audience: str = Field(min_length=1)
+    """The ``aud`` value the tokens must carry."""
+    jwks_file: Path | None = None
+    jwks_url: str | None = None
+    """Not fetched yet: this increment reads keys from :attr:`jwks_file` only."""
+    algorithms: tuple[Algorithm, ...] = ASYMMETRIC_ALGORITHMS
+    allow_hs256: bool = False
+    """HS256 (a shared secret as an ``oct`` key in the JWKS) is accepted only when this is set."""
+    leeway_seconds: int = Field(default=30, ge=0, le=300)
+    """Clock skew tolerated on ``exp``, ``nbf`` and ``iat``."""
+    max_token_bytes: int = Field(default=8192, ge=256)
+
+    identity_provider: str | None = None
+    """The provider's namespace: user names become ``<identity_provider>:<user>`` when set."""
+    user_claim: str = Field(default="sub", min_length=1)
+    groups_claim: str = Field(default="groups", min_length=1)
+
+    readiness_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
+
+    @field_validator("algorithms")
+    @classmethod
+    def _no_duplicates(cls, value: tuple[Algorithm, ...]) -> tuple[Algorithm, ...]:
+        if not value:
+            raise ValueError("algorithms must list at least one algorithm")
+        return tuple(dict.fromkeys(value))
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GatewaySettings:
+        if "HS256" in self.algorithms and not self.allow_hs256:
+            raise ValueError("HS256 is listed in algorithms but allow_hs256 is not set")
+        if self.app_token is not None and self.app_token_file is not None:
+            raise ValueError("give app_token or app_token_file, not both")
+        if self.jwks_file is None and self.jwks_url is None:
+            raise ValueError("give jwks_file (or jwks_url) for the issuer's signing keys")
+        return self
+
+    @property
+    def effective_algorithms(self) -> tuple[Algorithm, ...]:
+        """The allow-list the verifier uses: :attr:`algorithms`, plus HS256 when enabled."""
+        if self.allow_hs256 and "HS256" not in self.algorithms:
+            return (*self.algorithms, "HS256")
+        return self.algorithms
+
+    def application_token(self) -> str | None:
+        """The application token, read from the environment value or the file (stripped)."""
+        if self.app_token is not None:
+            return self.app_token.get_secret_value()
+        if self.app_token_file is None:
+            return None
+        text = self.app_token_file.read_text(encoding="utf-8").strip()
+        if not text:
+            raise InvalidArgumentError(f"the application token file {self.app_token_file} "
+                                       "is empty", argument="app_token_file")
+        return text
