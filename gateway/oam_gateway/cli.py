@@ -80,7 +80,8 @@ def run_token(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """The command line of ``oam-gateway``."""
-    top = argparse.ArgumentParser(prog="oam-gateway", description=__doc__.splitlines()[0])
+    top = argparse.ArgumentParser(prog="oam-gateway",
+                                  description="The secure gateway of Oracle AI Agent Memory.")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
     dev = commands.add_parser("dev", help="serve on 127.0.0.1 with the embedded database")
     dev.add_argument("--port", type=int, default=8080, help="the port (default: 8080)")
