@@ -29,6 +29,7 @@ from oam_gateway.app import create_app
 from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
 from oam_gateway.settings import GatewaySettings
 from oracleagentmemory.devissuer import DevIssuer
+from oracleagentmemory.errors import UnsupportedFeatureError
 from pydantic import SecretStr
 from starlette.applications import Starlette
 
@@ -346,3 +347,48 @@ def test_readyz_answers_503_with_retry_after_when_the_database_is_unreachable(
         assert response.json()["type"] == problem_type("database-unavailable")
         assert UNREACHABLE_URL not in response.text
         assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200  # alive, not ready
+
+
+def _segment(value: object) -> str:
+    raw = value if isinstance(value, bytes) else json.dumps(value).encode()
+    return b64url(raw)
+
+
+GARBAGE_TOKENS = [
+    f"{_segment([])}.{_segment({})}.AAAA",
+    f"{_segment('RS256')}.{_segment({})}.",
+    f"{_segment({'alg': ['RS256']})}.{_segment({})}.AAAA",
+    f"{_segment({'alg': 'RS256', 'kid': 1})}.{_segment({})}.AAAA",
+    f"{_segment({'alg': 'RS256', 'crit': ['exp']})}.{_segment({})}.AAAA",
+    f"{_segment({'alg': 'RS256', 'b64': False, 'crit': ['b64']})}.{_segment({})}.AAAA",
+    f"{_segment({'alg': 'RS256', 'jku': 'http://127.0.0.1:1/jwks'})}.{_segment({})}.AAAA",
+    _segment(bytes([0xFF, 0xFE])) + "." + _segment(bytes([0xFF])) + ".!!!",
+    "x.y.z.w", ".", "a" * 300,
+]
+
+
+@pytest.mark.parametrize("token", GARBAGE_TOKENS)
+def test_garbage_tokens_answer_401_never_500(gateway: str, issuer: DevIssuer,
+                                             token: str) -> None:
+    assert_refused(call_me(gateway, token))
+    assert_accepted(call_me(gateway, rs256(issuer, claims_of(issuer))))
+
+
+@pytest.mark.parametrize("claims", [
+    {"exp": "soon"}, {"exp": 2**40, "sub": 7}, {"exp": 2**40, "nbf": "later"},
+    {"exp": 2**40, "iss": [ISSUER]}, {"exp": 2**40, "aud": {"a": 1}},
+])
+def test_signed_tokens_with_ill_typed_claims_answer_401(gateway: str, issuer: DevIssuer,
+                                                        claims: dict[str, Any]) -> None:
+    base = {"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", **claims}
+    assert_refused(call_me(gateway, rs256(issuer, base)))
+    assert_accepted(call_me(gateway, rs256(issuer, {**base, **claims_of(issuer)})))
+
+
+def test_a_jwks_url_without_a_file_is_refused_at_startup(pg_url: str) -> None:
+    """Fetching a JWKS URL is not built yet: the app must not start without keys."""
+    settings = GatewaySettings(
+        database_url=SecretStr(pg_url), memory_store_id="gw_test", schema_owner="o",
+        issuer=ISSUER, audience=AUDIENCE, jwks_url="https://issuer.gateway.test/jwks")
+    with pytest.raises(UnsupportedFeatureError, match="jwks_file"):
+        create_app(settings)
