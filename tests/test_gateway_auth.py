@@ -392,3 +392,25 @@ def test_a_jwks_url_without_a_file_is_refused_at_startup(pg_url: str) -> None:
         issuer=ISSUER, audience=AUDIENCE, jwks_url="https://issuer.gateway.test/jwks")
     with pytest.raises(UnsupportedFeatureError, match="jwks_file"):
         create_app(settings)
+
+
+def _typed(issuer: DevIssuer, typ: str | None) -> str:
+    header: dict[str, Any] = {"alg": "RS256", "kid": issuer.key.kid}
+    if typ is not None:
+        header["typ"] = typ
+    return jwt.encode(header, claims_of(issuer), issuer.key, algorithms=["RS256"])
+
+
+def test_only_access_tokens_pass_when_a_token_type_is_required(
+        jwks_file: Path, pg_url: str, issuer: DevIssuer) -> None:
+    settings = settings_for(jwks_file, pg_url, required_token_type="at+jwt")
+    with live_server(create_app(settings)) as base:
+        for refused in ("JWT", None, "id+jwt", "at+jwt+x"):  # an ID token says JWT, or nothing
+            assert_refused(call_me(base, _typed(issuer, refused)))
+        for accepted in ("at+jwt", "AT+JWT", "application/at+jwt"):
+            assert_accepted(call_me(base, _typed(issuer, accepted)))
+
+
+def test_any_token_type_passes_when_none_is_required(gateway: str, issuer: DevIssuer) -> None:
+    for typ in ("JWT", None, "at+jwt"):
+        assert_accepted(call_me(gateway, _typed(issuer, typ)))

@@ -80,6 +80,7 @@ class TokenVerifier:
         self._namespace = settings.identity_provider
         self._user_claim = settings.user_claim
         self._groups_claim = settings.groups_claim
+        self._token_type = _media_type(settings.required_token_type)
         self._registry = JWTClaimsRegistry(
             leeway=settings.leeway_seconds,
             iss={"essential": True, "value": settings.issuer},
@@ -111,11 +112,19 @@ class TokenVerifier:
         try:
             decoded = jwt.decode(token, self._keys, algorithms=self._algorithms)
             self._registry.validate(decoded.claims)
+            self._check_type(decoded.header.get("typ"))
         except JoseError as error:
             raise TokenRejected(_describe(error)) from error
         except (ValueError, TypeError, KeyError) as error:
             raise TokenRejected("the token is malformed") from error
         return self._principal(decoded.claims)
+
+    def _check_type(self, typ: object) -> None:
+        if self._token_type is None:
+            return
+        if not isinstance(typ, str) or _media_type(typ) != self._token_type:
+            raise TokenRejected(f"the token is not an access token (typ must be "
+                                f"{self._token_type.removeprefix('application/')!r})")
 
     def _principal(self, claims: dict[str, Any]) -> Principal:
         user = claims.get(self._user_claim)
@@ -130,6 +139,15 @@ class TokenVerifier:
         name = f"{self._namespace}:{user}" if self._namespace else user
         return Principal(user_name=name, groups=tuple(groups), tenant=self._tenant,
                          expires_at=expires_at)
+
+
+def _media_type(typ: str | None) -> str | None:
+    """``typ`` as a full media type in lower case (RFC 7515 §4.1.9: ``application/`` may be
+    omitted)."""
+    if typ is None:
+        return None
+    lowered = typ.strip().lower()
+    return lowered if "/" in lowered else f"application/{lowered}"
 
 
 def _describe(error: JoseError) -> str:
