@@ -414,3 +414,16 @@ def test_only_access_tokens_pass_when_a_token_type_is_required(
 def test_any_token_type_passes_when_none_is_required(gateway: str, issuer: DevIssuer) -> None:
     for typ in ("JWT", None, "at+jwt"):
         assert_accepted(call_me(gateway, _typed(issuer, typ)))
+
+
+def test_a_verified_token_is_not_served_from_the_cache_after_it_expires(
+        jwks_file: Path, pg_url: str, issuer: DevIssuer) -> None:
+    settings = settings_for(jwks_file, pg_url, leeway_seconds=0)
+    short = rs256(issuer, claims_of(issuer, exp=int(time.time()) + 2))
+    with live_server(create_app(settings)) as base:
+        assert_accepted(call_me(base, short))
+        assert_accepted(call_me(base, short))  # served again (from the cache)
+        time.sleep(max(0.0, json.loads(base64.urlsafe_b64decode(
+            short.split(".")[1] + "==="))["exp"] - time.time()) + 1.1)
+        assert_refused(call_me(base, short))
+        assert_accepted(call_me(base, rs256(issuer, claims_of(issuer))))

@@ -18,8 +18,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from oam_gateway.auth import Principal, TokenRejected, TokenVerifier
+from oam_gateway.auth import TokenRejected, TokenVerifier
 from oam_gateway.health import RETRY_AFTER_SECONDS, database_reachable
+from oam_gateway.principal import Principal
 from oam_gateway.problems import problem_response
 from oam_gateway.settings import GatewaySettings
 

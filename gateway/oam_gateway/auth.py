@@ -4,14 +4,14 @@ The verifier accepts only the configured algorithms (``none`` and unlisted ones 
 joserfc before any key is used), checks the signature against the issuer's JWKS (read from a
 file; fetching a JWKS URL is not built yet), and requires ``iss``, ``aud``, ``exp`` and ``sub``
 (essential: a token without ``exp`` is refused) with ``nbf``/``iat`` checked under a small
-leeway. Every failure is a :class:`TokenRejected`, which the app answers with 401.
+leeway. Every failure is a :class:`TokenRejected`, which the app answers with 401. Verified
+tokens are remembered until they expire (:class:`~oam_gateway.token_cache.VerifiedTokenCache`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,21 +21,11 @@ from joserfc.jwk import KeySet
 from joserfc.jwt import JWTClaimsRegistry
 from oracleagentmemory.errors import InvalidArgumentError, UnsupportedFeatureError
 
+from oam_gateway.principal import Principal
 from oam_gateway.settings import GatewaySettings
+from oam_gateway.token_cache import VerifiedTokenCache
 
 BEARER_PREFIX = "bearer "
-
-
-@dataclass(frozen=True)
-class Principal:
-    """The verified caller: who they are, their groups, their tenant."""
-
-    user_name: str
-    """The end user, namespaced ``<identity provider>:<user>`` when a provider is configured."""
-    groups: tuple[str, ...]
-    tenant: str
-    expires_at: int
-    """The token's ``exp`` (seconds since the epoch)."""
 
 
 class TokenRejected(Exception):
@@ -81,6 +71,7 @@ class TokenVerifier:
         self._user_claim = settings.user_claim
         self._groups_claim = settings.groups_claim
         self._token_type = _media_type(settings.required_token_type)
+        self._cache = VerifiedTokenCache(settings.token_cache_size)
         self._registry = JWTClaimsRegistry(
             leeway=settings.leeway_seconds,
             iss={"essential": True, "value": settings.issuer},
@@ -109,6 +100,14 @@ class TokenVerifier:
         """The principal of a compact JWS ``token``; :class:`TokenRejected` when it fails."""
         if len(token) > self._max_bytes:
             raise TokenRejected("the token is too large")
+        cached = self._cache.get(token)
+        if cached is not None:
+            return cached
+        principal = self._verify_uncached(token)
+        self._cache.put(token, principal)
+        return principal
+
+    def _verify_uncached(self, token: str) -> Principal:
         try:
             decoded = jwt.decode(token, self._keys, algorithms=self._algorithms)
             self._registry.validate(decoded.claims)

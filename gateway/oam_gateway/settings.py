@@ -60,6 +60,8 @@ class GatewaySettings(BaseSettings):
     leeway_seconds: int = Field(default=30, ge=0, le=300)
     """Clock skew tolerated on ``exp``, ``nbf`` and ``iat``."""
     max_token_bytes: int = Field(default=8192, ge=256)
+    token_cache_size: int = Field(default=10_000, ge=0)
+    """How many verified tokens are remembered until they expire (0: verify every request)."""
     required_token_type: str | None = None
     """When set (``"at+jwt"``, RFC 9068), the token's ``typ`` header must name it: ID tokens and
     other JWTs of the issuer are refused as access tokens. ``None`` accepts any ``typ``."""
