@@ -23,6 +23,7 @@ import httpx
 import pytest
 from joserfc import jwt
 from joserfc.jwk import KeySet
+from oracleagentmemory.devissuer import DevIssuer
 
 GATEWAY = shutil.which("oam-gateway") or str(Path(sys.executable).parent / "oam-gateway")
 
@@ -102,3 +103,46 @@ def test_token_mints_a_token_of_the_dev_issuer(tmp_path: Path) -> None:
     assert claims["groups"] == ["support"]
     assert claims["aud"] == "oam-gateway-dev"
     assert (issuer_dir / "signing-key.json").stat().st_mode & 0o077 == 0
+
+
+def test_serve_runs_the_gateway_of_a_settings_file(pg_url: str, tmp_path: Path) -> None:
+    issuer = DevIssuer.create(tmp_path / "issuer", "https://issuer.serve.test")
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(json.dumps(issuer.jwks()), encoding="utf-8")
+    settings = tmp_path / "gateway.toml"
+    settings.write_text(
+        'memory_store_id = "serve_test"\nschema_owner = "owner"\n'
+        f'issuer = "{issuer.issuer}"\naudience = "serve-aud"\njwks_file = "{jwks}"\n'
+        'tenant = "from-file"\n', encoding="utf-8")
+    port = free_port()
+    env = {**os.environ, "OAM_GATEWAY_DATABASE_URL": pg_url}  # the secret from the environment
+    process = subprocess.Popen([GATEWAY, "serve", "--settings", str(settings), "--port",
+                                str(port)], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, process.communicate()[1]
+            assert time.monotonic() < deadline, "serve did not start"
+            time.sleep(0.1)
+        token = issuer.token("erin", audience="serve-aud")
+        me = httpx.get(f"{base}/v1/me", headers={"Authorization": f"Bearer {token}"},
+                       timeout=10)
+        assert me.json() == {"user_name": "erin", "groups": [], "tenant": "from-file"}
+        assert httpx.get(f"{base}/readyz", timeout=10).status_code == 200
+        wrong = issuer.token("erin", audience="another")
+        assert httpx.get(f"{base}/v1/me", headers={"Authorization": f"Bearer {wrong}"},
+                         timeout=10).status_code == 401
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)

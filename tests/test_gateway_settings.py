@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from oam_gateway.settings import ASYMMETRIC_ALGORITHMS, GatewaySettings
+from oam_gateway.settings import ASYMMETRIC_ALGORITHMS, GatewaySettings, load_settings
 from pydantic import SecretStr, ValidationError
 
 DB_SECRET = "postgresql://runtime:s3cret-db-password@db.internal/oam"
@@ -85,3 +85,34 @@ def test_keys_must_be_named() -> None:
 def test_unknown_settings_are_refused() -> None:
     with pytest.raises(ValidationError):
         minimal(isser="https://typo.test")
+
+
+def write_toml(path: Path, jwks: Path) -> Path:
+    path.write_text(
+        f'database_url = "{DB_SECRET}"\nmemory_store_id = "from_file"\nschema_owner = "owner"\n'
+        f'issuer = "https://idp.test"\naudience = "oam"\njwks_file = "{jwks}"\n'
+        'algorithms = ["ES256", "RS256"]\n', encoding="utf-8")
+    return path
+
+
+def test_settings_come_from_a_toml_file_with_environment_overrides(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    toml = write_toml(tmp_path / "gateway.toml", tmp_path / "jwks.json")
+    settings = load_settings(toml)
+    assert type(settings) is GatewaySettings
+    assert settings.memory_store_id == "from_file"
+    assert settings.algorithms == ("ES256", "RS256")
+    assert settings.database_url.get_secret_value() == DB_SECRET
+    assert "s3cret-db-password" not in repr(settings)
+    monkeypatch.setenv("OAM_GATEWAY_MEMORY_STORE_ID", "from_env")
+    assert load_settings(toml).memory_store_id == "from_env"
+    assert load_settings(toml).audience == "oam"  # the file's value where the env is silent
+
+
+def test_a_missing_or_wrong_settings_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        load_settings(tmp_path / "absent.toml")
+    bad = write_toml(tmp_path / "bad.toml", tmp_path / "jwks.json")
+    bad.write_text(bad.read_text() + 'isser = "typo"\n', encoding="utf-8")
+    with pytest.raises(ValidationError):
+        load_settings(bad)

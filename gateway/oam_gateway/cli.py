@@ -1,9 +1,10 @@
 """``oam-gateway``: run the gateway.
 
-``oam-gateway dev`` serves it on 127.0.0.1 against the embedded database, trusting a local
-development token issuer (its key kept in ``--issuer-dir``), and prints how to get a token;
-``oam-gateway token --user NAME`` mints one from that issuer. Development only: the issuer's
-private key is on this machine.
+``oam-gateway serve --settings FILE`` serves the gateway the settings describe (a TOML file,
+overridden by ``OAM_GATEWAY_*`` environment variables). ``oam-gateway dev`` serves it on
+127.0.0.1 against the embedded database, trusting a local development token issuer (its key
+kept in ``--issuer-dir``), and prints how to get a token; ``oam-gateway token --user NAME``
+mints one from that issuer. Development only: the issuer's private key is on this machine.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import platformdirs
 from oracleagentmemory.devissuer import DevIssuer
 from pydantic import SecretStr
 
-from oam_gateway.settings import GatewaySettings
+from oam_gateway.settings import GatewaySettings, load_settings
 
 DEV_ISSUER = "https://dev-issuer.oam.local"
 DEV_AUDIENCE = "oam-gateway-dev"
@@ -70,6 +71,17 @@ def run_dev(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_serve(args: argparse.Namespace) -> int:
+    """Serve the gateway of the settings file (or the environment) until interrupted."""
+    import uvicorn
+
+    from oam_gateway.app import create_app
+
+    settings = load_settings(Path(args.settings) if args.settings else None)
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info")
+    return 0
+
+
 def run_token(args: argparse.Namespace) -> int:
     """Print a development token for ``--user``."""
     issuer = dev_issuer(Path(args.issuer_dir))
@@ -83,6 +95,11 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="oam-gateway",
                                   description="The secure gateway of Oracle AI Agent Memory.")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    serve = commands.add_parser("serve", help="serve the gateway the settings describe")
+    serve.add_argument("--settings", metavar="FILE",
+                       help="a TOML settings file (OAM_GATEWAY_* variables override it)")
+    serve.add_argument("--host", default="127.0.0.1", help="the address (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8080, help="the port (default: 8080)")
     dev = commands.add_parser("dev", help="serve on 127.0.0.1 with the embedded database")
     dev.add_argument("--port", type=int, default=8080, help="the port (default: 8080)")
     token = commands.add_parser("token", help="mint a development token")
@@ -99,5 +116,5 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``oam-gateway``."""
     args = parser().parse_args(argv)
-    handler = {"dev": run_dev, "token": run_token}[args.command]
+    handler = {"serve": run_serve, "dev": run_dev, "token": run_token}[args.command]
     return handler(args)

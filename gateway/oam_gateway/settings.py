@@ -1,7 +1,8 @@
 """The gateway's settings (one-tenant mode): database, store, application token, token issuer.
 
-Read from the environment (prefix ``OAM_GATEWAY_``, e.g. ``OAM_GATEWAY_ISSUER``) or given as
-keyword arguments. Secrets (the database URL, which may carry a password, and the application
+Read from the environment (prefix ``OAM_GATEWAY_``, e.g. ``OAM_GATEWAY_ISSUER``), from a TOML
+file with :func:`load_settings` (the environment overrides the file), or given as keyword
+arguments. Secrets (the database URL, which may carry a password, and the application
 token) are :class:`~pydantic.SecretStr`: they never appear in ``repr``, ``str`` or logs. The
 application token comes from ``OAM_GATEWAY_APP_TOKEN`` or from the file named by
 ``OAM_GATEWAY_APP_TOKEN_FILE``, never both.
@@ -20,7 +21,12 @@ from typing import Literal
 
 from oracleagentmemory.errors import InvalidArgumentError
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 Algorithm = Literal["RS256", "ES256", "EdDSA", "Ed25519", "HS256"]
 """The signature algorithms the gateway can accept (``none`` is never one of them)."""
@@ -108,3 +114,27 @@ class GatewaySettings(BaseSettings):
             raise InvalidArgumentError(f"the application token file {self.app_token_file} "
                                        "is empty", argument="app_token_file")
         return text
+
+
+def load_settings(toml_file: Path | None = None) -> GatewaySettings:
+    """The settings from ``toml_file`` (top-level keys named as the fields), overridden by the
+    environment; from the environment alone when no file is given."""
+    if toml_file is None:
+        return GatewaySettings()  # type: ignore[call-arg]  # the environment supplies them
+    if not toml_file.is_file():
+        raise InvalidArgumentError(f"the settings file {toml_file} does not exist",
+                                   argument="toml_file")
+
+    class _FromFile(GatewaySettings):
+        @classmethod
+        def settings_customise_sources(
+                cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                env_settings: PydanticBaseSettingsSource,
+                dotenv_settings: PydanticBaseSettingsSource,
+                file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (init_settings, env_settings,
+                    TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+
+    loaded = _FromFile()  # type: ignore[call-arg]
+    return GatewaySettings.model_validate(dict(loaded))
