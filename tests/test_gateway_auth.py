@@ -29,9 +29,11 @@ from oam_gateway.app import create_app
 from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
 from oam_gateway.settings import GatewaySettings
 from oracleagentmemory.devissuer import DevIssuer
-from oracleagentmemory.errors import UnsupportedFeatureError
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 ISSUER = "https://issuer.gateway.test"
 AUDIENCE = "oam-gateway-test"
@@ -385,13 +387,78 @@ def test_signed_tokens_with_ill_typed_claims_answer_401(gateway: str, issuer: De
     assert_accepted(call_me(gateway, rs256(issuer, {**base, **claims_of(issuer)})))
 
 
-def test_a_jwks_url_without_a_file_is_refused_at_startup(pg_url: str) -> None:
-    """Fetching a JWKS URL is not built yet: the app must not start without keys."""
-    settings = GatewaySettings(
-        database_url=SecretStr(pg_url), memory_store_id="gw_test", schema_owner="o",
-        issuer=ISSUER, audience=AUDIENCE, jwks_url="https://issuer.gateway.test/jwks")
-    with pytest.raises(UnsupportedFeatureError, match="jwks_file"):
-        create_app(settings)
+class JwksServer:
+    """A stand-in identity provider's JWKS endpoint: its served keys can be changed."""
+
+    def __init__(self, *keys: dict[str, Any]) -> None:
+        self.keys = list(keys)
+        self.fetches = 0
+
+    def app(self) -> Starlette:
+        async def jwks(request: Request) -> Response:
+            self.fetches += 1
+            return JSONResponse({"keys": self.keys})
+
+        return Starlette(routes=[Route("/jwks", jwks)])
+
+
+def url_settings(pg_url: str, jwks_url: str, **overrides: Any) -> GatewaySettings:
+    values: dict[str, Any] = {
+        "database_url": SecretStr(pg_url), "memory_store_id": "gw_test",
+        "schema_owner": "oam_gw_test", "issuer": ISSUER, "audience": AUDIENCE,
+        "jwks_url": jwks_url, "identity_provider": "testidp"}
+    values.update(overrides)
+    return GatewaySettings(**values)
+
+
+def test_keys_come_from_a_jwks_url_and_a_rotation_is_picked_up_once(
+        pg_url: str, issuer: DevIssuer, other_issuer: DevIssuer) -> None:
+    """A new key (unknown kid) causes one refetch; more unknown kids within the interval none."""
+    provider = JwksServer(issuer.key.as_dict(private=False))
+    with live_server(provider.app()) as idp:
+        settings = url_settings(pg_url, f"{idp}/jwks", jwks_refetch_seconds=0.5)
+        with live_server(create_app(settings)) as base:
+            first = rs256(issuer, claims_of(issuer))
+            assert_accepted(call_me(base, first))
+            assert provider.fetches == 1
+            time.sleep(0.6)
+            provider.keys.append(other_issuer.key.as_dict(private=False))  # the rotation
+            assert_accepted(call_me(base, rs256(other_issuer, claims_of(other_issuer))))
+            assert provider.fetches == 2
+            for attempt in range(5):  # random kids cannot make the gateway refetch again
+                assert_refused(call_me(base, rs256(issuer, claims_of(issuer),
+                                                   kid=f"random-{attempt}")))
+            assert provider.fetches == 2  # within the interval of the last fetch: none at all
+            provider.keys = [other_issuer.key.as_dict(private=False)]  # the old key withdrawn
+            time.sleep(0.6)
+            old_kid_unknown = rs256(issuer, claims_of(issuer), kid="withdrawn-now")
+            assert_refused(call_me(base, old_kid_unknown))
+            assert provider.fetches == 3  # the interval passed: one refetch; keys now lack it
+            assert_refused(call_me(base, first))  # verified before, but not kept past the refetch
+            assert_refused(call_me(base, rs256(issuer, claims_of(issuer))))
+            assert_accepted(call_me(base, rs256(other_issuer, claims_of(other_issuer))))
+
+
+def test_an_unreachable_jwks_url_answers_503_not_500(
+        pg_url: str, issuer: DevIssuer) -> None:
+    settings = url_settings(pg_url, "http://127.0.0.1:1/jwks")
+    token = rs256(issuer, claims_of(issuer))
+    with live_server(create_app(settings)) as base:
+        response = call_me(base, token)
+        assert response.status_code == 503
+        assert int(response.headers["retry-after"]) > 0
+        assert response.json()["type"] == problem_type("identity-provider-unavailable")
+    provider = JwksServer(issuer.key.as_dict(private=False))
+    with live_server(provider.app()) as idp, \
+            live_server(create_app(url_settings(pg_url, f"{idp}/jwks"))) as base:
+        assert_accepted(call_me(base, token))  # positive control: the same token, keys served
+
+
+def test_a_jwks_url_must_be_https_unless_loopback(pg_url: str) -> None:
+    with pytest.raises(ValidationError, match="https"):
+        url_settings(pg_url, "http://idp.example/jwks")
+    assert url_settings(pg_url, "https://idp.example/jwks").jwks_url
+    assert url_settings(pg_url, "http://127.0.0.1:9/jwks").jwks_url
 
 
 def _typed(issuer: DevIssuer, typ: str | None) -> str:

@@ -80,6 +80,8 @@ def test_keys_must_be_named() -> None:
     with pytest.raises(ValidationError, match="jwks_file"):
         minimal(jwks_file=None)
     assert minimal(jwks_file=None, jwks_url="https://idp.test/jwks").jwks_url
+    with pytest.raises(ValidationError, match="one of them"):
+        minimal(jwks_url="https://idp.test/jwks")  # a file and a URL: ambiguous
 
 
 def test_unknown_settings_are_refused() -> None:

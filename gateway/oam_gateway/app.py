@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from oam_gateway.auth import TokenRejected, TokenVerifier
 from oam_gateway.health import RETRY_AFTER_SECONDS, database_reachable
+from oam_gateway.jwks import KeysUnavailable
 from oam_gateway.principal import Principal
 from oam_gateway.problems import problem_response
 from oam_gateway.settings import GatewaySettings
@@ -55,8 +56,13 @@ class BearerAuthMiddleware:
         try:
             if len(authorizations) > 1:
                 raise TokenRejected("the request carries several Authorization headers")
-            principal = self._verifier.verify_header(authorizations[0] if authorizations
+            principal = await self._verifier.verify_header(authorizations[0] if authorizations
                                                      else None)
+        except KeysUnavailable as unavailable:
+            response = problem_response(503, "identity-provider-unavailable", str(unavailable),
+                                        headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+            await response(scope, receive, send)
+            return
         except TokenRejected as rejection:
             response = problem_response(401, "invalid-token", rejection.description,
                                         headers={"WWW-Authenticate": challenge(rejection)})

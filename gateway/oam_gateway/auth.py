@@ -1,26 +1,25 @@
 """Bearer-token authentication: a JWT verified with joserfc becomes a :class:`Principal`.
 
 The verifier accepts only the configured algorithms (``none`` and unlisted ones are refused by
-joserfc before any key is used), checks the signature against the issuer's JWKS (read from a
-file; fetching a JWKS URL is not built yet), and requires ``iss``, ``aud``, ``exp`` and ``sub``
-(essential: a token without ``exp`` is refused) with ``nbf``/``iat`` checked under a small
-leeway. Every failure is a :class:`TokenRejected`, which the app answers with 401. Verified
-tokens are remembered until they expire (:class:`~oam_gateway.token_cache.VerifiedTokenCache`).
+joserfc before any key is used), checks the signature against the issuer's JWKS (a file, or a
+URL refetched once on an unknown ``kid``: :mod:`oam_gateway.jwks`), and requires ``iss``,
+``aud``, ``exp`` and ``sub`` (essential: a token without ``exp`` is refused) with ``nbf`` and
+``iat`` checked under a small leeway. Every failure is a :class:`TokenRejected`, which the app
+answers with 401. Verified tokens are remembered until they expire
+(:class:`~oam_gateway.token_cache.VerifiedTokenCache`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from joserfc import jwt
-from joserfc.errors import JoseError
+from joserfc.errors import InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet
 from joserfc.jwt import JWTClaimsRegistry
-from oracleagentmemory.errors import InvalidArgumentError, UnsupportedFeatureError
 
+from oam_gateway.jwks import FileKeys, KeySource, RemoteKeys
 from oam_gateway.principal import Principal
 from oam_gateway.settings import GatewaySettings
 from oam_gateway.token_cache import VerifiedTokenCache
@@ -41,28 +40,22 @@ class TokenRejected(Exception):
         self.error = error
 
 
-def load_key_set(settings: GatewaySettings) -> KeySet:
-    """The issuer's public keys from :attr:`GatewaySettings.jwks_file`."""
-    if settings.jwks_file is None:
-        raise UnsupportedFeatureError("fetching a JWKS URL is not supported yet: set jwks_file")
-    return key_set_from_file(settings.jwks_file)
+class UnknownSigningKey(TokenRejected):
+    """The token names (or needs) a key the verifier does not hold: worth one key refetch."""
 
 
-def key_set_from_file(path: Path) -> KeySet:
-    """A JWKS document (``{"keys": [...]}``) read from ``path``."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-        key_set: KeySet = KeySet.import_key_set(document)
-    except (ValueError, JoseError) as error:
-        raise InvalidArgumentError(f"{path} is not a JWKS document: {error}",
-                                   argument="jwks_file") from error
-    return key_set
+def key_source(settings: GatewaySettings) -> KeySource:
+    """The key source the settings name: the JWKS file, else the JWKS URL."""
+    if settings.jwks_file is not None:
+        return FileKeys(settings.jwks_file)
+    assert settings.jwks_url is not None  # the settings require one of them
+    return RemoteKeys(settings.jwks_url, min_refetch_seconds=settings.jwks_refetch_seconds)
 
 
 class TokenVerifier:
     """Verifies bearer tokens for one issuer and audience."""
 
-    def __init__(self, keys: KeySet, settings: GatewaySettings) -> None:
+    def __init__(self, keys: KeySource, settings: GatewaySettings) -> None:
         self._keys = keys
         self._algorithms: Sequence[str] = settings.effective_algorithms
         self._max_bytes = settings.max_token_bytes
@@ -83,9 +76,9 @@ class TokenVerifier:
     @classmethod
     def from_settings(cls, settings: GatewaySettings) -> TokenVerifier:
         """A verifier with the keys the settings name."""
-        return cls(load_key_set(settings), settings)
+        return cls(key_source(settings), settings)
 
-    def verify_header(self, authorization: str | None) -> Principal:
+    async def verify_header(self, authorization: str | None) -> Principal:
         """The principal of an ``Authorization`` header value; :class:`TokenRejected` if none."""
         if authorization is None or not authorization.strip():
             raise TokenRejected("a bearer token is required", error=None)
@@ -94,24 +87,33 @@ class TokenVerifier:
         token = authorization[len(BEARER_PREFIX):].strip()
         if not token or " " in token:
             raise TokenRejected("the Authorization header is malformed")
-        return self.verify(token)
+        return await self.verify(token)
 
-    def verify(self, token: str) -> Principal:
+    async def verify(self, token: str) -> Principal:
         """The principal of a compact JWS ``token``; :class:`TokenRejected` when it fails."""
         if len(token) > self._max_bytes:
             raise TokenRejected("the token is too large")
         cached = self._cache.get(token)
         if cached is not None:
             return cached
-        principal = self._verify_uncached(token)
+        try:
+            principal = self._verify_with(await self._keys.current(), token)
+        except UnknownSigningKey:
+            fresher = await self._keys.refreshed()
+            if fresher is None:
+                raise
+            self._cache.clear()  # keys may have been withdrawn: verify everything again
+            principal = self._verify_with(fresher, token)
         self._cache.put(token, principal)
         return principal
 
-    def _verify_uncached(self, token: str) -> Principal:
+    def _verify_with(self, keys: KeySet, token: str) -> Principal:
         try:
-            decoded = jwt.decode(token, self._keys, algorithms=self._algorithms)
+            decoded = jwt.decode(token, keys, algorithms=self._algorithms)
             self._registry.validate(decoded.claims)
             self._check_type(decoded.header.get("typ"))
+        except InvalidKeyIdError as error:
+            raise UnknownSigningKey(_describe(error)) from error
         except JoseError as error:
             raise TokenRejected(_describe(error)) from error
         except (ValueError, TypeError, KeyError) as error:

@@ -20,6 +20,7 @@ PROBLEM_TYPES: dict[str, str] = {
     "not-found": "Not found",
     "method-not-allowed": "Method not allowed",
     "database-unavailable": "Database unavailable",
+    "identity-provider-unavailable": "Identity provider unavailable",
     "internal-error": "Internal error",
 }
 """Slug of each problem type and its title (the ``type`` URI is :data:`TYPE_PREFIX` + slug)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from oracleagentmemory.errors import InvalidArgumentError
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -59,7 +60,9 @@ class GatewaySettings(BaseSettings):
     """The ``aud`` value the tokens must carry."""
     jwks_file: Path | None = None
     jwks_url: str | None = None
-    """Not fetched yet: this increment reads keys from :attr:`jwks_file` only."""
+    """Fetched on first use and on an unknown ``kid``; ``https`` (``http`` to loopback only)."""
+    jwks_refetch_seconds: float = Field(default=30.0, ge=0)
+    """The least time between two fetches of :attr:`jwks_url`."""
     algorithms: tuple[Algorithm, ...] = ASYMMETRIC_ALGORITHMS
     allow_hs256: bool = False
     """HS256 (a shared secret as an ``oct`` key in the JWKS) is accepted only when this is set."""
@@ -92,8 +95,10 @@ class GatewaySettings(BaseSettings):
             raise ValueError("HS256 is listed in algorithms but allow_hs256 is not set")
         if self.app_token is not None and self.app_token_file is not None:
             raise ValueError("give app_token or app_token_file, not both")
-        if self.jwks_file is None and self.jwks_url is None:
-            raise ValueError("give jwks_file (or jwks_url) for the issuer's signing keys")
+        if (self.jwks_file is None) == (self.jwks_url is None):
+            raise ValueError("give jwks_file or jwks_url (one of them) for the issuer's keys")
+        if self.jwks_url is not None and not _secure_url(self.jwks_url):
+            raise ValueError("jwks_url must be https (http only to a loopback address)")
         return self
 
     @property
@@ -114,6 +119,13 @@ class GatewaySettings(BaseSettings):
             raise InvalidArgumentError(f"the application token file {self.app_token_file} "
                                        "is empty", argument="app_token_file")
         return text
+
+
+def _secure_url(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        return bool(parts.hostname)
+    return parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1")
 
 
 def load_settings(toml_file: Path | None = None) -> GatewaySettings:
