@@ -96,6 +96,13 @@ class StoreReads:
         records = [record_from_row(r, images) for r in rows]
         return [r for r in records if isinstance(r, MessageRecord)]
 
+    def _memory_type(self, memory_id: str) -> str | None:
+        """The record type of the visible memory ``memory_id`` (the caller's own first), or
+        ``None``: one round trip, for the agent-memory client's lookups by memory id."""
+        with self._session() as session:
+            found = session.memory_types([memory_id]).get(memory_id, [])
+        return found[0][0] if found else None
+
 
 def _include_bytes(value: Any) -> bool:
     """The ``include_bytes`` option (omitted: ``False``)."""

@@ -465,10 +465,10 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
 
     def _memory(self, memory_id: object, argument: str) -> Record:
         check_required_id(memory_id, argument)
-        for record_type in sorted(MEMORY_TYPES):
-            record = self._store.get(record_type, memory_id)
-            if record is not None:
-                return record  # type: ignore[no-any-return]
+        record_type = self._store._memory_type(memory_id)
+        record = None if record_type is None else self._store.get(record_type, memory_id)
+        if isinstance(record, Record):
+            return record
         raise RecordKeyError(f"no memory {memory_id!r}", argument=argument,
                              record_id=str(memory_id), record_type="memory")
 
