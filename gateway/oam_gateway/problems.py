@@ -22,6 +22,9 @@ PROBLEM_TYPES: dict[str, str] = {
     "database-unavailable": "Database unavailable",
     "identity-provider-unavailable": "Identity provider unavailable",
     "internal-error": "Internal error",
+    "payload-too-large": "Payload too large",
+    "rate-limited": "Too many requests",
+    "request-timeout": "Request timed out",
 }
 """Slug of each problem type and its title (the ``type`` URI is :data:`TYPE_PREFIX` + slug)."""
 
