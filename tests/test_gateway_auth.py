@@ -66,11 +66,16 @@ def write_jwks(path: Path, *keys: dict[str, Any]) -> Path:
     return path
 
 
+UNUSED_APP_TOKEN = "oamapp.unused.unused"
+"""These tests never open an end-user context: the application token is never used."""
+
+
 def settings_for(jwks_file: Path, database_url: str, **overrides: Any) -> GatewaySettings:
     values: dict[str, Any] = {
         "database_url": SecretStr(database_url), "memory_store_id": "gw_test",
         "schema_owner": "oam_gw_test", "issuer": ISSUER, "audience": AUDIENCE,
-        "jwks_file": jwks_file, "identity_provider": "testidp", "tenant": "acme"}
+        "jwks_file": jwks_file, "identity_provider": "testidp", "tenant": "acme",
+        "app_token": SecretStr(UNUSED_APP_TOKEN), "require_scopes": False}
     values.update(overrides)
     return GatewaySettings(**values)
 
@@ -162,7 +167,7 @@ def test_a_valid_token_reaches_me_with_the_verified_principal(
     response = call_me(gateway, token)
     assert response.status_code == 200
     assert response.json() == {"user_name": "testidp:bob", "groups": ["support", "billing"],
-                               "tenant": "acme"}
+                               "tenant": "acme", "subject": "bob", "scopes": []}
     # A different user's token names that user: the principal comes from the token.
     assert call_me(gateway, issuer.token("carol", audience=AUDIENCE)).json()["user_name"] == (
         "testidp:carol")
@@ -318,9 +323,9 @@ def test_no_authorization_header_gets_a_challenge_without_an_error_code(
 
 def test_unknown_v1_paths_are_refused_before_routing_without_a_token(
         gateway: str, issuer: DevIssuer) -> None:
-    assert_refused(httpx.get(f"{gateway}/v1/threads", timeout=10), error=None)
+    assert_refused(httpx.get(f"{gateway}/v1/no-such-collection", timeout=10), error=None)
     token = rs256(issuer, claims_of(issuer))
-    found = httpx.get(f"{gateway}/v1/threads", timeout=10,
+    found = httpx.get(f"{gateway}/v1/no-such-collection", timeout=10,
                       headers={"Authorization": f"Bearer {token}"})
     assert found.status_code == 404
     assert found.headers["content-type"].startswith(PROBLEM_CONTENT_TYPE)
@@ -406,7 +411,8 @@ def url_settings(pg_url: str, jwks_url: str, **overrides: Any) -> GatewaySetting
     values: dict[str, Any] = {
         "database_url": SecretStr(pg_url), "memory_store_id": "gw_test",
         "schema_owner": "oam_gw_test", "issuer": ISSUER, "audience": AUDIENCE,
-        "jwks_url": jwks_url, "identity_provider": "testidp"}
+        "jwks_url": jwks_url, "identity_provider": "testidp",
+        "app_token": SecretStr(UNUSED_APP_TOKEN), "require_scopes": False}
     values.update(overrides)
     return GatewaySettings(**values)
 

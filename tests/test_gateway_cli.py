@@ -115,7 +115,8 @@ def test_serve_runs_the_gateway_of_a_settings_file(pg_url: str, tmp_path: Path) 
         f'issuer = "{issuer.issuer}"\naudience = "serve-aud"\njwks_file = "{jwks}"\n'
         'tenant = "from-file"\n', encoding="utf-8")
     port = free_port()
-    env = {**os.environ, "OAM_GATEWAY_DATABASE_URL": pg_url}  # the secret from the environment
+    env = {**os.environ, "OAM_GATEWAY_DATABASE_URL": pg_url,  # the secrets from the environment
+           "OAM_GATEWAY_APP_TOKEN": "oamapp.unused.unused"}
     process = subprocess.Popen([GATEWAY, "serve", "--settings", str(settings), "--port",
                                 str(port)], env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
@@ -131,10 +132,11 @@ def test_serve_runs_the_gateway_of_a_settings_file(pg_url: str, tmp_path: Path) 
             assert process.poll() is None, process.communicate()[1]
             assert time.monotonic() < deadline, "serve did not start"
             time.sleep(0.1)
-        token = issuer.token("erin", audience="serve-aud")
+        token = issuer.token("erin", audience="serve-aud", scope="memory:read")
         me = httpx.get(f"{base}/v1/me", headers={"Authorization": f"Bearer {token}"},
                        timeout=10)
-        assert me.json() == {"user_name": "erin", "groups": [], "tenant": "from-file"}
+        assert me.json() == {"user_name": "erin", "groups": [], "tenant": "from-file",
+                             "subject": "erin", "scopes": ["memory:read"]}
         assert httpx.get(f"{base}/readyz", timeout=10).status_code == 200
         wrong = issuer.token("erin", audience="another")
         assert httpx.get(f"{base}/v1/me", headers={"Authorization": f"Bearer {wrong}"},

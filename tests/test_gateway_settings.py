@@ -29,6 +29,7 @@ def test_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch,
                         "GROUPS_CLAIM": "roles"}.items():
         monkeypatch.setenv(f"OAM_GATEWAY_{name}", value)
     settings = GatewaySettings()  # type: ignore[call-arg]
+    assert settings.database_url is not None
     assert settings.database_url.get_secret_value() == DB_SECRET
     assert settings.application_token() == APP_SECRET
     assert settings.effective_algorithms == ("ES256",)
@@ -104,6 +105,7 @@ def test_settings_come_from_a_toml_file_with_environment_overrides(
     assert type(settings) is GatewaySettings
     assert settings.memory_store_id == "from_file"
     assert settings.algorithms == ("ES256", "RS256")
+    assert settings.database_url is not None
     assert settings.database_url.get_secret_value() == DB_SECRET
     assert "s3cret-db-password" not in repr(settings)
     monkeypatch.setenv("OAM_GATEWAY_MEMORY_STORE_ID", "from_env")

@@ -59,8 +59,9 @@ class TokenVerifier:
         self._keys = keys
         self._algorithms: Sequence[str] = settings.effective_algorithms
         self._max_bytes = settings.max_token_bytes
-        self._tenant = settings.tenant
-        self._namespace = settings.identity_provider
+        self._tenants = settings.tenant_settings()
+        self._tenant_claim = settings.tenant_claim
+        self._scope_claim = settings.scope_claim
         self._user_claim = settings.user_claim
         self._groups_claim = settings.groups_claim
         self._token_type = _media_type(settings.required_token_type)
@@ -118,7 +119,7 @@ class TokenVerifier:
             raise TokenRejected(_describe(error)) from error
         except (ValueError, TypeError, KeyError) as error:
             raise TokenRejected("the token is malformed") from error
-        return self._principal(decoded.claims)
+        return self._principal(decoded.claims, token)
 
     def _check_type(self, typ: object) -> None:
         if self._token_type is None:
@@ -127,7 +128,7 @@ class TokenVerifier:
             raise TokenRejected(f"the token is not an access token (typ must be "
                                 f"{self._token_type.removeprefix('application/')!r})")
 
-    def _principal(self, claims: dict[str, Any]) -> Principal:
+    def _principal(self, claims: dict[str, Any], token: str) -> Principal:
         user = claims.get(self._user_claim)
         if not isinstance(user, str) or not user:
             raise TokenRejected(f"the {self._user_claim!r} claim must be a non-empty string")
@@ -137,9 +138,33 @@ class TokenVerifier:
         expires_at = claims["exp"]
         if not isinstance(expires_at, int):
             raise TokenRejected("the 'exp' claim must be an integer")
-        name = f"{self._namespace}:{user}" if self._namespace else user
-        return Principal(user_name=name, groups=tuple(groups), tenant=self._tenant,
-                         expires_at=expires_at)
+        tenant = self._tenant_of(claims)
+        namespace = self._tenants[tenant].identity_provider
+        vouched = self._tenants[tenant].end_user_mode != "local"
+        name = f"{namespace}:{user}" if namespace and vouched else user
+        return Principal(user_name=name, groups=tuple(groups), tenant=tenant,
+                         expires_at=expires_at, subject=user,
+                         scopes=self._scopes(claims.get(self._scope_claim)), token=token)
+
+    def _tenant_of(self, claims: dict[str, Any]) -> str:
+        if self._tenant_claim is None:
+            [only] = self._tenants
+            return only
+        tenant = claims.get(self._tenant_claim)
+        if not isinstance(tenant, str) or tenant not in self._tenants:
+            raise TokenRejected(f"the {self._tenant_claim!r} claim must name a tenant of this "
+                                "gateway")
+        return tenant
+
+    def _scopes(self, value: object) -> frozenset[str]:
+        if value is None:
+            return frozenset()
+        if isinstance(value, str):
+            return frozenset(value.split())
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return frozenset(value)
+        raise TokenRejected(f"the {self._scope_claim!r} claim must be a string or a list of "
+                            "strings")
 
 
 def _media_type(typ: str | None) -> str | None:

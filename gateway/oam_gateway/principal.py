@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+READ_SCOPE = "memory:read"
+WRITE_SCOPE = "memory:write"
 
 
 @dataclass(frozen=True)
 class Principal:
-    """The verified caller: who they are, their groups, their tenant."""
+    """The verified caller: who they are, their groups, their tenant and scopes."""
 
     user_name: str
-    """The end user, namespaced ``<identity provider>:<user>`` when a provider is configured."""
+    """The end user as the database names them: ``<identity provider>:<subject>`` when the
+    tenant vouches for identity-provider users, the subject itself otherwise."""
     groups: tuple[str, ...]
     tenant: str
     expires_at: int
     """The token's ``exp`` (seconds since the epoch)."""
+    subject: str = ""
+    """The token's user claim, as the identity provider wrote it."""
+    scopes: frozenset[str] = frozenset()
+    token: str = field(default="", repr=False, compare=False)
+    """The bearer token itself (forwarded to the database in token mode; never logged)."""
+
+    def may(self, scope: str, *, enforced: bool = True) -> bool:
+        """Whether the caller holds ``scope`` (always, when scopes are not enforced)."""
+        return not enforced or scope in self.scopes

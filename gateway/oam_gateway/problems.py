@@ -17,6 +17,25 @@ TYPE_PREFIX = "tag:oracleagentmemory.gateway,2026:problem/"
 
 PROBLEM_TYPES: dict[str, str] = {
     "invalid-token": "Authentication required",
+    "insufficient-scope": "Insufficient scope",
+    "user-id-mismatch": "Another user's id",
+    "invalid-request": "Invalid request",
+    "invalid-argument": "Invalid argument",
+    "invalid-argument-type": "Invalid argument type",
+    "duplicate-record": "Duplicate record",
+    "duplicate-relation": "Duplicate relation",
+    "record-not-found": "Record not found",
+    "record-key-not-found": "Record not found",
+    "not-permitted": "Not permitted",
+    "end-user-context": "End-user context refused",
+    "security-context": "Security context refused",
+    "schema": "Memory store schema error",
+    "database-error": "Database error",
+    "timeout": "Operation timed out",
+    "unsupported-engine": "Unsupported engine",
+    "unsupported-feature": "Unsupported feature",
+    "embedding-service": "Embedding service failed",
+    "oracle-agent-memory-error": "Agent memory error",
     "not-found": "Not found",
     "method-not-allowed": "Method not allowed",
     "database-unavailable": "Database unavailable",
@@ -37,11 +56,14 @@ def problem_type(slug: str) -> str:
 
 
 def problem_response(status: int, slug: str, detail: str, *, instance: str | None = None,
-                     headers: Mapping[str, str] | None = None) -> Response:
+                     headers: Mapping[str, str] | None = None,
+                     code: str | None = None) -> Response:
     """An ``application/problem+json`` response for the problem ``slug``."""
     body: dict[str, object] = {"type": problem_type(slug), "title": PROBLEM_TYPES[slug],
                                "status": status, "detail": detail}
     if instance is not None:
         body["instance"] = instance
+    if code is not None:
+        body["code"] = code
     return Response(json.dumps(body), status_code=status, headers=dict(headers or {}),
                     media_type=PROBLEM_CONTENT_TYPE)

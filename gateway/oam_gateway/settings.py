@@ -1,4 +1,9 @@
-"""The gateway's settings (one-tenant mode): database, store, application token, token issuer.
+"""The gateway's settings: the token issuer, the tenants (database, store, app token), limits.
+
+One-tenant mode gives the tenant's fields at the top level (``database_url``,
+``memory_store_id``, ...) and needs no tenant claim in the tokens. Several tenants are
+``[tenants.NAME]`` tables (:class:`~oam_gateway.tenant_settings.TenantSettings`), and
+``tenant_claim`` names the token claim that picks one.
 
 Read from the environment (prefix ``OAM_GATEWAY_``, e.g. ``OAM_GATEWAY_ISSUER``), from a TOML
 file with :func:`load_settings` (the environment overrides the file), or given as keyword
@@ -29,6 +34,15 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from oam_gateway.limits import LimitSettings
+from oam_gateway.telemetry import TelemetrySettings
+from oam_gateway.tenant_settings import (
+    EmbedderChoice,
+    EndUserMode,
+    SearchStrategyName,
+    TenantSettings,
+)
+
 Algorithm = Literal["RS256", "ES256", "EdDSA", "Ed25519", "HS256"]
 """The signature algorithms the gateway can accept (``none`` is never one of them)."""
 
@@ -39,20 +53,36 @@ ENV_PREFIX = "OAM_GATEWAY_"
 
 
 class GatewaySettings(BaseSettings):
-    """Settings of a one-tenant gateway."""
+    """Settings of the gateway: one tenant at the top level, or several in :attr:`tenants`."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__",
+                                      extra="forbid", frozen=True)
 
-    database_url: SecretStr
-    """Connection URL of the tenant's database as its runtime login (secret: it may hold a
-    password)."""
-    memory_store_id: str = Field(min_length=1)
-    schema_owner: str = Field(min_length=1)
+    database_url: SecretStr | None = None
+    """One-tenant mode: connection URL of the tenant's database as its runtime login (secret:
+    it may hold a password)."""
+    memory_store_id: str | None = Field(default=None, min_length=1)
+    schema_owner: str | None = Field(default=None, min_length=1)
     app_token: SecretStr | None = None
     """The application's secret that opens end-user contexts (or use :attr:`app_token_file`)."""
     app_token_file: Path | None = None
     tenant: str = Field(default="default", min_length=1)
     """The tenant's name (one-tenant mode: every principal belongs to it)."""
+    end_user_mode: EndUserMode | None = None
+    """One-tenant mode: how callers become end users (default ``vouched`` when
+    :attr:`identity_provider` is set, else ``local``)."""
+    group_roles: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    search_strategy: SearchStrategyName | None = None
+    embedder: EmbedderChoice = "wordllama"
+    embedding_dimension: int = Field(default=256, ge=1, le=65_535)
+    pool_min_size: int = Field(default=1, ge=0, le=256)
+    pool_max_size: int = Field(default=8, ge=1, le=256)
+    pool_timeout_seconds: float = Field(default=5.0, gt=0, le=120)
+
+    tenants: dict[str, TenantSettings] = Field(default_factory=dict)
+    """Several tenants by name (then the one-tenant fields above stay unset)."""
+    tenant_claim: str | None = None
+    """The token claim naming the caller's tenant; required with several tenants."""
 
     issuer: str = Field(min_length=1)
     """The ``iss`` claim the tokens must carry, exactly."""
@@ -80,7 +110,14 @@ class GatewaySettings(BaseSettings):
     user_claim: str = Field(default="sub", min_length=1)
     groups_claim: str = Field(default="groups", min_length=1)
 
+    scope_claim: str = Field(default="scope", min_length=1)
+    """The claim holding the token's scopes (a space-separated string or a list)."""
+    require_scopes: bool = True
+    """Reads need ``memory:read`` and writes ``memory:write``; off, any valid token may do both."""
+
     readiness_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
     @field_validator("algorithms")
     @classmethod
@@ -95,6 +132,19 @@ class GatewaySettings(BaseSettings):
             raise ValueError("HS256 is listed in algorithms but allow_hs256 is not set")
         if self.app_token is not None and self.app_token_file is not None:
             raise ValueError("give app_token or app_token_file, not both")
+        one_tenant = [name for name in _ONE_TENANT_FIELDS if name in self.model_fields_set]
+        if self.tenants:
+            if one_tenant:
+                raise ValueError(f"{one_tenant[0]} belongs in a [tenants.NAME] table when "
+                                 "tenants are listed")
+            if len(self.tenants) > 1 and self.tenant_claim is None:
+                raise ValueError("several tenants need tenant_claim (the claim naming one)")
+        else:
+            missing = [name for name in ("database_url", "memory_store_id", "schema_owner")
+                       if getattr(self, name) is None]
+            if missing:
+                raise ValueError(f"{missing[0]} is required (or list [tenants.NAME] tables)")
+            self.tenant_settings()  # the one tenant's own rules
         if (self.jwks_file is None) == (self.jwks_url is None):
             raise ValueError("give jwks_file or jwks_url (one of them) for the issuer's keys")
         if self.jwks_url is not None and not _secure_url(self.jwks_url):
@@ -108,17 +158,33 @@ class GatewaySettings(BaseSettings):
             return (*self.algorithms, "HS256")
         return self.algorithms
 
+    def tenant_settings(self) -> dict[str, TenantSettings]:
+        """Every tenant by name: :attr:`tenants`, or the one tenant of the top-level fields."""
+        if self.tenants:
+            return dict(self.tenants)
+        assert self.database_url is not None and self.memory_store_id is not None
+        assert self.schema_owner is not None
+        mode = self.end_user_mode or ("vouched" if self.identity_provider else "local")
+        return {self.tenant: TenantSettings(
+            database_url=self.database_url, memory_store_id=self.memory_store_id,
+            schema_owner=self.schema_owner, app_token=self.app_token,
+            app_token_file=self.app_token_file, identity_provider=self.identity_provider,
+            end_user_mode=mode, group_roles=self.group_roles,
+            search_strategy=self.search_strategy, embedder=self.embedder,
+            embedding_dimension=self.embedding_dimension,
+            pool_min_size=self.pool_min_size, pool_max_size=self.pool_max_size,
+            pool_timeout_seconds=self.pool_timeout_seconds)}
+
     def application_token(self) -> str | None:
-        """The application token, read from the environment value or the file (stripped)."""
-        if self.app_token is not None:
-            return self.app_token.get_secret_value()
-        if self.app_token_file is None:
-            return None
-        text = self.app_token_file.read_text(encoding="utf-8").strip()
-        if not text:
-            raise InvalidArgumentError(f"the application token file {self.app_token_file} "
-                                       "is empty", argument="app_token_file")
-        return text
+        """One-tenant mode: the application token, from the setting or its file (stripped)."""
+        [tenant] = self.tenant_settings().values()
+        return tenant.application_token()
+
+
+_ONE_TENANT_FIELDS = ("database_url", "memory_store_id", "schema_owner", "app_token",
+                      "app_token_file", "end_user_mode", "group_roles", "search_strategy",
+                      "embedder", "embedding_dimension", "pool_min_size", "pool_max_size",
+                      "pool_timeout_seconds", "identity_provider")
 
 
 def _secure_url(url: str) -> bool:

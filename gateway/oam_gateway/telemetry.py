@@ -268,3 +268,14 @@ class _ActiveTracer(trace.Tracer):
                 set_status_on_exception, end_on_exit) as span:
             yield span
 
+
+
+def uninstrument_database() -> None:
+    """Undo :func:`instrument_database` (connections opened since stay traced)."""
+    global _database_instrumented
+    with _instrument_lock:
+        if not _database_instrumented:
+            return
+        from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+        PsycopgInstrumentor().uninstrument()
+        _database_instrumented = False

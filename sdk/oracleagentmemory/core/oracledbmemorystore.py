@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+import contextvars
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
@@ -103,7 +105,29 @@ class OracleDBMemoryStore(StoreWrites, StoreReads, StoreSearch, StoreRelations,
         return context
 
     def _session(self) -> AbstractContextManager[EngineSession]:
+        pinned = _ATOMIC.get()
+        if pinned is not None and pinned[0] is self:
+            self._security()  # the context rules still hold for every operation
+            return nullcontext(pinned[1])
         return self._engine.session(self._names, security=self._security())
+
+    @contextmanager
+    def _atomic(self) -> Iterator[None]:
+        """Run every operation of this store inside the block in one transaction.
+
+        The block commits when it ends and rolls back when it raises: a batch of adds, updates
+        and deletes stores all of them or none. Nested blocks join the outer transaction; the
+        transaction belongs to the calling thread (and the tasks it starts) only.
+        """
+        if (pinned := _ATOMIC.get()) is not None and pinned[0] is self:
+            yield
+            return
+        with self._session() as session:
+            token = _ATOMIC.set((self, session))
+            try:
+                yield
+            finally:
+                _ATOMIC.reset(token)
 
     def _default_user_id(self) -> str | _NotSetMarker:
         """In a NO_CHECK store, an omitted user id is the active end user's name."""
@@ -143,6 +167,10 @@ class OracleDBMemoryStore(StoreWrites, StoreReads, StoreSearch, StoreRelations,
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+_ATOMIC: contextvars.ContextVar[tuple[OracleDBMemoryStore, EngineSession] | None] = (
+    contextvars.ContextVar("oracleagentmemory_atomic_session", default=None))
 
 
 __all__ = ["MemoryStoreSchemaError", "OracleDBMemoryStore", "RECORD_TYPES", "UNSET"]

@@ -1,0 +1,185 @@
+"""Declared endpoints: each route's method, path, scope, body and response models in one place.
+
+The app builds its Starlette routes and its OpenAPI document from the same
+:class:`Endpoint` declarations, so the two cannot disagree. A handler receives a :class:`Call`:
+the verified principal, the tenant's runtime, the validated body and query, and
+:meth:`Call.sdk`, which runs SDK work inside the caller's end-user security context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from oracleagentmemory.core import OracleAgentMemory
+from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from oam_gateway.limits import LimitSettings
+from oam_gateway.middleware_auth import principal_of
+from oam_gateway.models import OwnedBody
+from oam_gateway.principal import Principal
+from oam_gateway.request_events import RequestEvent, event_of
+from oam_gateway.telemetry import operation_span
+from oam_gateway.tenants import TenantRuntime, Tenants
+
+T = TypeVar("T")
+B = TypeVar("B", bound=BaseModel)
+
+
+class RequestRefused(Exception):
+    """The gateway refuses the request before the SDK sees it (a 4xx problem)."""
+
+    def __init__(self, status: int, slug: str, detail: str,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.slug = slug
+        self.detail = detail
+        self.headers = headers
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One REST operation."""
+
+    method: str
+    path: str
+    operation: str
+    """The stable name of the operation (audit events, spans, OpenAPI ``operationId``)."""
+    summary: str
+    handler: Callable[[Call], Awaitable[Response]]
+    scope: str
+    body: type[BaseModel] | None = None
+    response: type[BaseModel] | None = None
+    status: int = 200
+    query: tuple[QueryParameter, ...] = ()
+    response_media_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class QueryParameter:
+    """A query parameter of an endpoint (for validation and for OpenAPI)."""
+
+    name: str
+    description: str
+    kind: type = str
+
+
+@dataclass
+class Call:
+    """One request to a declared endpoint."""
+
+    request: Request
+    principal: Principal
+    runtime: TenantRuntime
+    limits: LimitSettings
+    event: RequestEvent
+    _body: Any = field(default=None)
+
+    def body(self, model: type[B]) -> B:
+        """The request body validated as ``model`` (a 400 problem when it is not)."""
+        if not isinstance(self._body, model):
+            raise RequestRefused(500, "internal-error", "the endpoint declares another body")
+        return self._body
+
+    def path(self, name: str) -> str:
+        """The path parameter ``name``."""
+        return str(self.request.path_params[name])
+
+    def query(self, name: str) -> str | None:
+        """The query parameter ``name`` (``None`` when absent)."""
+        return self.request.query_params.get(name)
+
+    async def sdk(self, work: Callable[[OracleAgentMemory], T]) -> T:
+        """Run ``work(client)`` in a worker thread inside the caller's end-user context."""
+        context = self.runtime.security_context(self.principal)
+        with operation_span(self.event.operation or "unknown"):
+            async with OracleMemoryEndUserSecurityContext(context):
+                client = await self.runtime.client()
+                return await asyncio.to_thread(work, client)
+
+
+def json_response(model: BaseModel, status: int = 200) -> Response:
+    """``model`` as a JSON response (``None`` fields left out)."""
+    return JSONResponse(model.model_dump(mode="json", exclude_none=True), status_code=status)
+
+
+def route_handler(endpoint: Endpoint, tenants: Tenants, limits: LimitSettings,
+                  enforce_scopes: bool) -> Callable[[Request], Awaitable[Response]]:
+    """The Starlette handler of ``endpoint``: scope check, body, ``user_id`` check, handler."""
+
+    async def handle(request: Request) -> Response:
+        principal = principal_of(request)
+        event = event_of(request)
+        event.operation = endpoint.operation
+        if not principal.may(endpoint.scope, enforced=enforce_scopes):
+            raise RequestRefused(
+                403, "insufficient-scope", f"this operation needs the scope {endpoint.scope!r}",
+                headers={"WWW-Authenticate": f'Bearer realm="oam-gateway", '
+                         f'error="insufficient_scope", scope="{endpoint.scope}"'})
+        check_query_user(request, principal)
+        body = await _parsed_body(request, endpoint.body)
+        if body is not None:
+            check_owned(body, principal)
+        call = Call(request, principal, tenants[principal.tenant], limits, event, body)
+        return await endpoint.handler(call)
+
+    return handle
+
+
+async def _parsed_body(request: Request, model: type[BaseModel] | None) -> BaseModel | None:
+    if model is None:
+        return None
+    raw = await request.body()
+    if not raw:
+        raise RequestRefused(400, "invalid-request", "the request needs a JSON body")
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise RequestRefused(400, "invalid-request", "the body is not valid JSON") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise RequestRefused(400, "invalid-request", describe_validation(error)) from None
+
+
+def describe_validation(error: ValidationError) -> str:
+    """A short account of what is wrong with a body (field paths and messages, no values)."""
+    parts = []
+    for item in error.errors(include_url=False, include_input=False)[:5]:
+        where = ".".join(str(part) for part in item["loc"]) or "body"
+        parts.append(f"{where}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def check_query_user(request: Request, principal: Principal) -> None:
+    """A ``user_id`` query parameter must name the caller."""
+    for value in request.query_params.getlist("user_id"):
+        if value != principal.user_name:
+            raise RequestRefused(403, "user-id-mismatch",
+                                 "user_id names another user; the caller is the token's user")
+
+
+def check_owned(body: BaseModel, principal: Principal) -> None:
+    """Every ``user_id`` a body (or its nested operations) carries must name the caller."""
+    for owned in _owned_parts(body):
+        if owned.user_id is not None and owned.user_id != principal.user_name:
+            raise RequestRefused(403, "user-id-mismatch",
+                                 "user_id names another user; the caller is the token's user")
+
+
+def _owned_parts(model: BaseModel) -> Iterator[OwnedBody]:
+    if isinstance(model, OwnedBody):
+        yield model
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, BaseModel):
+                yield from _owned_parts(item)

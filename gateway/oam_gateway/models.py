@@ -1,0 +1,254 @@
+"""The REST API's request and response bodies (pydantic): the OpenAPI schemas come from them.
+
+Request bodies refuse unknown fields. None of them names the end user: the caller is the
+verified principal. A body may still carry ``user_id`` (clients written against the SDK send
+it); it must then equal the caller's own user name, or the request answers 403.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Metadata = dict[str, Any]
+MemoryType = Literal["memory", "fact", "preference", "guideline"]
+RecordTypeName = Literal["memory", "fact", "preference", "guideline", "message", "thread",
+                         "thread_summary", "image", "user_profile", "agent_profile"]
+Id = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class RequestBody(BaseModel):
+    """A request body: unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class OwnedBody(RequestBody):
+    """A body that may name the caller (``user_id``), which must then be the caller."""
+
+    user_id: str | None = Field(default=None, description=(
+        "Optional; when given it must be the caller's own user name (the gateway never acts "
+        "for another user)."))
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem document (``application/problem+json``)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+    code: str | None = Field(default=None, description="The SDK error's code, when one caused it.")
+
+
+class Me(BaseModel):
+    """The verified caller."""
+
+    user_name: str
+    subject: str
+    groups: list[str]
+    tenant: str
+    scopes: list[str]
+
+
+class ProfileIn(OwnedBody):
+    """The caller's profile: what agents should know about them."""
+
+    information: str = Field(min_length=1)
+    metadata: Metadata | None = None
+
+
+class Record(BaseModel):
+    """A stored record as the API shows it (fields that do not apply to its type are absent)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    record_type: str
+    content: Any = None
+    timestamp: str | None = None
+    metadata: Metadata | None = None
+    status: str | None = None
+    thread_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+
+
+class Page(BaseModel):
+    """One page of a list, newest first; ``next_cursor`` fetches the next (older) page."""
+
+    items: list[Record]
+    next_cursor: str | None = None
+
+
+class ThreadIn(OwnedBody):
+    """A new thread of the caller."""
+
+    thread_id: Id | None = None
+    agent_id: Id | None = None
+    metadata: Metadata | None = None
+
+
+class ThreadPatch(OwnedBody):
+    """New metadata of a thread (replaced whole)."""
+
+    metadata: Metadata | None
+
+
+class MessageIn(RequestBody):
+    """One message of a conversation."""
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str
+    timestamp: str | None = None
+    metadata: Metadata | None = None
+
+
+class MessagesIn(OwnedBody):
+    """Messages appended to a thread, in order."""
+
+    messages: list[MessageIn] = Field(min_length=1)
+
+
+class Ids(BaseModel):
+    """The ids of the records a request created."""
+
+    ids: list[str]
+
+
+class MemoryIn(OwnedBody):
+    """A new memory of the caller."""
+
+    content: str = Field(min_length=1)
+    memory_type: MemoryType = "memory"
+    memory_id: Id | None = None
+    thread_id: Id | None = None
+    agent_id: Id | None = None
+    metadata: Metadata | None = None
+    timestamp: str | None = None
+    ttl_days: float | None = Field(default=None, gt=0)
+
+
+class MemoryPatch(OwnedBody):
+    """Changes to a memory: omitted fields are kept, metadata is replaced whole."""
+
+    content: str | None = Field(default=None, min_length=1)
+    metadata: Metadata | None = None
+    status: Literal["valid", "invalid"] | None = None
+
+
+class BatchAdd(MemoryIn):
+    """Add one memory."""
+
+    op: Literal["add"]
+
+
+class BatchUpdate(MemoryPatch):
+    """Change one memory."""
+
+    op: Literal["update"]
+    id: Id
+
+
+class BatchDelete(OwnedBody):
+    """Delete one memory."""
+
+    op: Literal["delete"]
+    id: Id
+
+
+BatchOperation = Annotated[BatchAdd | BatchUpdate | BatchDelete, Field(discriminator="op")]
+
+
+class BatchIn(OwnedBody):
+    """Operations applied in one transaction: all of them or none."""
+
+    operations: list[BatchOperation] = Field(min_length=1)
+
+
+class BatchResult(BaseModel):
+    """The outcome of each operation, in order (the id it created, changed or deleted)."""
+
+    results: list[dict[str, Any]]
+
+
+class SearchIn(OwnedBody):
+    """A search of the caller's records."""
+
+    query: str = Field(min_length=1)
+    k: int = Field(default=10, ge=1)
+    record_types: list[RecordTypeName] | None = None
+    thread_id: Id | None = None
+    agent_id: Id | None = None
+    metadata_filter: dict[str, Any] | None = None
+    num_hops: int = Field(default=0, ge=0, le=5)
+    include_invalid_results: bool = False
+    formatted: bool = Field(default=False, description=(
+        "Also answer the results rendered as prompt text (the SDK's formatted content)."))
+
+
+class SearchHit(BaseModel):
+    """One search result."""
+
+    record: Record
+    distance: float | None = None
+    linked: list[Record] = Field(default_factory=list)
+
+
+class SearchOut(BaseModel):
+    """Search results, best first."""
+
+    results: list[SearchHit]
+    formatted: str | None = None
+
+
+class RelationIn(OwnedBody):
+    """A directed relation between two of the caller's memories."""
+
+    source_record_id: Id
+    source_record_type: MemoryType
+    target_record_id: Id
+    target_record_type: MemoryType
+    relation_type: str = Field(min_length=1, max_length=256)
+    opposite_relation_type: str | None = Field(default=None, min_length=1, max_length=256)
+    relation_id: Id | None = None
+    metadata: Metadata | None = None
+
+
+class Relation(BaseModel):
+    """A stored relation."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    source_record_id: str
+    source_record_type: str
+    target_record_id: str
+    target_record_type: str
+    relation_type: str
+    opposite_relation_type: str | None = None
+    timestamp: str | None = None
+    metadata: Metadata | None = None
+
+
+class RelationPage(BaseModel):
+    """One page of relations, newest first."""
+
+    items: list[Relation]
+    next_cursor: str | None = None
+
+
+class Deleted(BaseModel):
+    """How many records a delete removed."""
+
+    deleted: int
+
+
+class ErasureReceipt(BaseModel):
+    """What ``DELETE /v1/me`` erased: counts per record type, and when."""
+
+    user_name: str
+    erased_at: str
+    counts: dict[str, int]

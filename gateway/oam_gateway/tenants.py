@@ -1,0 +1,137 @@
+"""Each tenant's runtime: its connection pool, its client, and its callers' security contexts.
+
+The pool belongs to the tenant's runtime login, which holds no table privilege of its own:
+every statement runs inside the caller's end-user context, and the database's row security
+decides what it sees. The client (a ``SchemaPolicy.NO_CHECK`` store) is opened on the first
+request, inside that request's context, and shared by every later request of the tenant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import math
+from typing import Any
+
+from oracleagentmemory.apis.embedders.embedder import IEmbedder
+from oracleagentmemory.core import OracleAgentMemory, OracleDBMemoryStore, SchemaPolicy
+from oracleagentmemory.core.deepsec import (
+    IdentityProviderUser,
+    create_end_user_security_context,
+)
+from oracleagentmemory.core.embedders.hashing import HashingEmbedder
+from oracleagentmemory.core.embedders.wordllama_embedder import WordLlamaEmbedder
+from oracleagentmemory.errors import InvalidArgumentError
+from psycopg_pool import ConnectionPool
+
+from oam_gateway.principal import Principal
+from oam_gateway.tenant_settings import EmbedderChoice, TenantSettings
+
+_log = logging.getLogger(__name__)
+
+
+@functools.cache
+def shared_embedder(choice: EmbedderChoice, dimension: int) -> IEmbedder | None:
+    """One embedder per kind and dimension for the whole process (the model loads once)."""
+    if choice == "wordllama":
+        return WordLlamaEmbedder(dimension)
+    if choice == "hashing":
+        return HashingEmbedder(dimension)
+    return None
+
+
+class TenantRuntime:
+    """One tenant's pool and client, and the end-user contexts of its callers."""
+
+    def __init__(self, name: str, settings: TenantSettings) -> None:
+        self.name = name
+        self.settings = settings
+        self._app_token = settings.application_token()
+        if self._app_token is None:
+            raise InvalidArgumentError(
+                f"tenant {name!r} has no application token (app_token or app_token_file)",
+                argument="app_token")
+        seconds = max(1, math.ceil(settings.pool_timeout_seconds))
+        self.pool: ConnectionPool[Any] = ConnectionPool(
+            settings.database_url.get_secret_value(), min_size=settings.pool_min_size,
+            max_size=settings.pool_max_size, timeout=settings.pool_timeout_seconds,
+            reconnect_timeout=max(30.0, settings.pool_timeout_seconds),
+            name=f"oam-gateway-{name}", kwargs={"connect_timeout": seconds}, open=False)
+        self._client: OracleAgentMemory | None = None
+        self._lock = asyncio.Lock()
+
+    def open(self) -> None:
+        """Start the pool (connections open in the background; requests wait for them)."""
+        self.pool.open(wait=False)  # a no-op when it is open
+
+    def security_context(self, principal: Principal) -> Any:
+        """The end-user security context of ``principal`` for this tenant's database."""
+        mode = self.settings.end_user_mode
+        identity: Any
+        if mode == "token":
+            identity = principal.token
+        elif mode == "vouched":
+            assert self.settings.identity_provider is not None
+            identity = IdentityProviderUser(principal.subject, principal.groups,
+                                            self.settings.identity_provider)
+        else:
+            identity = (principal.subject, None)
+        roles = sorted({role for group in principal.groups
+                        for role in self.settings.group_roles.get(group, ())})
+        assert self._app_token is not None
+        return create_end_user_security_context(self._app_token, identity, roles or None)
+
+    async def client(self) -> OracleAgentMemory:
+        """The tenant's client; opened on first use, inside the caller's active context."""
+        if self._client is None:
+            async with self._lock:
+                if self._client is None:
+                    self._client = await asyncio.to_thread(self._open_client)
+        return self._client
+
+    def _open_client(self) -> OracleAgentMemory:
+        self.open()  # served without a lifespan (the pool opens on first use)
+        settings = self.settings
+        options: dict[str, Any] = {}
+        if settings.search_strategy is not None:
+            options["search_strategy"] = settings.search_strategy
+        store = OracleDBMemoryStore(
+            shared_embedder(settings.embedder, settings.embedding_dimension), self.pool,
+            schema_policy=SchemaPolicy.NO_CHECK, memory_store_id=settings.memory_store_id,
+            schema_owner=settings.schema_owner, **options)
+        return OracleAgentMemory(store=store, extract_memories=False)
+
+    def close(self) -> None:
+        """Close the client and the pool."""
+        if self._client is not None:
+            self._client.close(timeout=5.0)
+            self._client.store.close()
+            self._client = None
+        self.pool.close()
+
+
+class Tenants:
+    """Every tenant's runtime, by name."""
+
+    def __init__(self, settings: dict[str, TenantSettings]) -> None:
+        self._runtimes = {name: TenantRuntime(name, tenant) for name, tenant in settings.items()}
+
+    def __getitem__(self, name: str) -> TenantRuntime:
+        return self._runtimes[name]
+
+    def __iter__(self) -> Any:
+        return iter(self._runtimes.values())
+
+    def open(self) -> None:
+        """Start every tenant's pool."""
+        for runtime in self._runtimes.values():
+            runtime.open()
+
+    def close(self) -> None:
+        """Close every tenant's client and pool."""
+        for runtime in self._runtimes.values():
+            try:
+                runtime.close()
+            except Exception as error:  # one tenant's failure must not keep the others open
+                _log.warning("closing tenant %s failed: %s", runtime.name, type(error).__name__)

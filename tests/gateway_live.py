@@ -1,0 +1,101 @@
+"""A running gateway over a protected store, for tests that call it over real HTTP.
+
+:func:`serve` runs an app with uvicorn (lifespan on) in a thread on a free loopback port.
+:class:`LiveGateway` is a gateway for one protected store of the Deep Data Security test
+environment (``tests/dds.py``): tenant ``acme``, callers are users of the test identity provider
+vouched for by application ``gw``, the hashing embedder; :meth:`LiveGateway.client` is an
+``httpx`` client carrying a token for a user.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from dds import AUDIENCE, GROUP, IDP, ISSUER, DdsEnvironment
+from oam_gateway.app import create_app
+from oam_gateway.settings import GatewaySettings
+from pydantic import SecretStr
+from starlette.types import ASGIApp
+
+VECTOR_DIM = 64
+BOTH_SCOPES = "memory:read memory:write"
+
+
+@contextmanager
+def serve(app: ASGIApp) -> Iterator[str]:
+    """Serve ``app`` with uvicorn in a thread on a free loopback port; yield its base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+def gateway_settings(dds: DdsEnvironment, store_id: str, jwks_file: Path,
+                     **overrides: Any) -> GatewaySettings:
+    """Settings of a one-tenant gateway over the protected store ``store_id``."""
+    values: dict[str, Any] = {
+        "database_url": SecretStr(dds.runtime_url), "memory_store_id": store_id,
+        "schema_owner": "oam_test_owner", "app_token": SecretStr(dds.token),
+        "tenant": "acme", "issuer": ISSUER, "audience": AUDIENCE, "jwks_file": jwks_file,
+        "identity_provider": IDP, "embedder": "hashing", "embedding_dimension": VECTOR_DIM,
+        "pool_max_size": 4}
+    values.update(overrides)
+    return GatewaySettings(**values)
+
+
+@dataclass
+class LiveGateway:
+    """A gateway serving one protected store at :attr:`url`."""
+
+    url: str
+    dds: DdsEnvironment
+    store_id: str
+
+    def token(self, user: str, scope: str = BOTH_SCOPES, **claims: Any) -> str:
+        """A token of the test identity provider for ``user`` (in the group that holds the
+        store's roles)."""
+        return self.dds.issuer.token(user, audience=AUDIENCE, groups=[GROUP], scope=scope,
+                                     **claims)
+
+    def client(self, user: str, scope: str = BOTH_SCOPES) -> httpx.Client:
+        """An HTTP client of the gateway carrying ``user``'s token."""
+        return httpx.Client(base_url=self.url, timeout=30, headers={
+            "Authorization": f"Bearer {self.token(user, scope)}"})
+
+    def owner_rows(self, record_type: str) -> list[Any]:
+        """Every row of ``record_type`` in the store, read by its owner (no row security)."""
+        with self.dds.owner_store(self.store_id) as store:
+            return list(store.list(record_type, limit=None))
+
+
+@contextmanager
+def live_gateway(dds: DdsEnvironment, tmp_path: Path, **overrides: Any) -> Iterator[LiveGateway]:
+    """A fresh protected store and a gateway serving it."""
+    store_id = dds.new_store(vector_dim=VECTOR_DIM)
+    jwks_file = tmp_path / "jwks.json"
+    jwks_file.write_text(json.dumps(dds.issuer.jwks()), encoding="utf-8")
+    app = create_app(gateway_settings(dds, store_id, jwks_file, **overrides))
+    with serve(app) as url:
+        yield LiveGateway(url, dds, store_id)
