@@ -73,7 +73,7 @@ def last_id(dds: Any, store_id: str) -> int:
 @pytest.fixture
 def audited(dds: Any) -> str:
     """A protected store (both policies granted to alice, bob, carol) with the audit on."""
-    store_id = dds.new_store()
+    store_id: str = dds.new_store()
     status = enable_write_audit(dds.secadmin_url, OWNER, store_id)
     assert status.enabled and status.audited_tables == MANAGED_TABLES
     return store_id
@@ -242,12 +242,12 @@ def test_owner_truncate_is_audited(dds: Any, audited: str) -> None:
 
 
 # --- what the runtime login can never do ------------------------------------------------------
-def _runtime_probes(store_id: str) -> list[tuple[str, sql.Composed]]:
+def _runtime_probes(store_id: str) -> list[tuple[str, sql.SQL | sql.Composed]]:
     audit, chain, checkpoint = (table(store_id, t) for t in
                                 ("write_audit", "write_audit_chain", "write_audit_checkpoint"))
     memory = table(store_id, "memory")
     fn = sql.Identifier(OWNER, f"{store_id}_write_audit_memory_fn")
-    probes = [
+    probes: list[tuple[str, sql.SQL | sql.Composed]] = [
         ("select", sql.SQL("SELECT count(*) FROM {}").format(audit)),
         ("insert", sql.SQL("INSERT INTO {} (tx_time, clock_time, operation, db_login, txid) "
                            "VALUES (now(), now(), 'insert', 'x', pg_current_xact_id())"
