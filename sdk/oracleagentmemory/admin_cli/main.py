@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from oracleagentmemory import __version__
-from oracleagentmemory.admin_cli import check, db, identity, security, store
+from oracleagentmemory.admin_cli import audit, check, db, identity, security, store
 from oracleagentmemory.admin_cli._common import (
     POLICY_NAMES,
     RUNTIME_PASSWORD_ENV,
@@ -282,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     _owner(sub)
 
     identity.add_parsers(commands, _sub, common)
+    audit.add_parsers(commands, _sub, common)
     _sub(commands, "check", check.run_check,
          "report drift of runtime logins and applications (attributes, role settings, "
          "memberships, bindings); exit status 1 when any is found", common)
