@@ -1,64 +1,32 @@
 """The route template a request matched (``/v1/memories/{memory_id}``), for spans and events.
 
-Read after the application ran: the router left the matched endpoint in the scope, which
-maps to its route's path; a request the router did not match by endpoint (a mounted ASGI
-app, a 404) is matched against the application's routes once more.
+Starlette's router leaves the matched route in the scope (``scope["route"]``); a request it
+did not route (refused by a middleware before routing, or a Starlette without that key) is
+matched against the application's routes here, as the router would have.
 """
 
 from __future__ import annotations
-
-import contextlib
-import weakref
-from typing import Any
 
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
 ROUTE_SCOPE_KEY = "oam.route"
 
-_AMBIGUOUS = object()
-_paths_by_endpoint: weakref.WeakKeyDictionary[Any, dict[Any, object]] = (
-    weakref.WeakKeyDictionary())
-
 
 def matched_route(scope: Scope, root_path: str) -> str | None:
-    """The path template of the route ``scope`` matched (``None`` when none did).
+    """The path template of the route ``scope`` matches (``None`` when none does).
 
     ``root_path`` is the scope's ``root_path`` before routing (a mount changes it). The answer
-    is kept in the scope, so the second caller pays nothing.
+    is kept in the scope, so later callers pay nothing.
     """
     if ROUTE_SCOPE_KEY in scope:
         cached: str | None = scope[ROUTE_SCOPE_KEY]
         return cached
-    app = scope.get("app")
-    routes: list[BaseRoute] = list(getattr(app, "routes", ()))
-    template = None
-    endpoint = scope.get("endpoint")
-    if endpoint is not None and app is not None:
-        path = _endpoint_paths(app, routes).get(endpoint)
-        if isinstance(path, str):
-            template = path
-    if template is None:
-        template = _match(routes, {**scope, "root_path": root_path})
+    path = getattr(scope.get("route"), "path", None)
+    template = path if isinstance(path, str) else _match(
+        list(getattr(scope.get("app"), "routes", ())), {**scope, "root_path": root_path})
     scope[ROUTE_SCOPE_KEY] = template
     return template
-
-
-def _endpoint_paths(app: Any, routes: list[BaseRoute]) -> dict[Any, object]:
-    try:
-        paths = _paths_by_endpoint.get(app)
-    except TypeError:  # an app that cannot be weakly referenced: no cache
-        paths = None
-    if paths is None:
-        paths = {}
-        for route in routes:
-            endpoint = getattr(route, "endpoint", None)
-            path = getattr(route, "path", None)
-            if endpoint is not None and isinstance(path, str):
-                paths[endpoint] = path if endpoint not in paths else _AMBIGUOUS
-        with contextlib.suppress(TypeError):
-            _paths_by_endpoint[app] = paths
-    return paths
 
 
 def _match(routes: list[BaseRoute], scope: Scope) -> str | None:

@@ -15,7 +15,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.util.http import ExcludeList
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from oam_gateway import telemetry
 from oam_gateway.matched_route import matched_route
@@ -44,22 +44,30 @@ def _method_only(scope: Scope) -> tuple[str, dict[str, Any]]:
 
 
 class _RequestInProvider:
-    """Runs the request with its provider active, then names the span by its route."""
+    """Runs the request with its provider active; names the span by its route as the
+    response starts (the instrumentation ends the span with the response)."""
 
     def __init__(self, app: ASGIApp, tracer_provider: TracerProvider) -> None:
         self._app = app
         self._provider = tracer_provider
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        token = telemetry.activate(self._provider)
-        root_path = scope.get("root_path", "")
-        try:
+        if scope["type"] != "http":
             await self._app(scope, receive, send)
-        finally:
-            telemetry.deactivate(token)
-            span = trace.get_current_span()
-            if span.is_recording() and scope["type"] == "http":
+            return
+        root_path = scope.get("root_path", "")
+        span = trace.get_current_span()
+
+        async def naming_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and span.is_recording():
                 route = matched_route(scope, root_path)
                 if route is not None:
                     span.set_attribute("http.route", route)
                     span.update_name(f"{scope.get('method', 'HTTP')} {route}")
+            await send(message)
+
+        token = telemetry.activate(self._provider)
+        try:
+            await self._app(scope, receive, naming_send)
+        finally:
+            telemetry.deactivate(token)
