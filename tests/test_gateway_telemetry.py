@@ -209,6 +209,10 @@ def test_a_failing_statement_leaves_no_error_message_in_any_span(
     [operation] = [s for s in traced.spans() if s.name == "oam test.sql_error"]
     assert operation.status.status_code == StatusCode.ERROR
     assert (operation.attributes or {})["error.type"] == "InvalidTextRepresentation"
+    server = traced.server_span("/v1/sql-error")
+    assert _attributes(server)["http.response.status_code"] == 500
+    assert _attributes(server)["error.type"] == "InvalidTextRepresentation"
+    assert server.name == "GET /v1/sql-error"
     assert SECRET not in everything_in(traced.spans())
     # control: the unredacted exporter saw the database's message quoting the value
     assert SECRET in everything_in(list(traced.raw.get_finished_spans()))

@@ -40,8 +40,9 @@ class LimitSettings(BaseModel):
     limit. Over it the gateway answers 429 with ``Retry-After``."""
     rate_limit_storage_uri: str = "memory://"
     """Where the counters live: ``memory://`` (this process), or a shared store when several
-    replicas serve one deployment (``redis://host:6379/0``; needs the ``limits`` package's
-    async Redis extra)."""
+    replicas serve one deployment (``redis://host:6379/0``, ``redis+sentinel://...``; needs
+    ``coredis``, the ``limits[async-redis]`` extra). An unusable URI fails when the app is
+    built, not on the first request."""
     rate_limit_strategy: RateLimitStrategy = "sliding-window-counter"
     """The ``limits`` strategy: ``sliding-window-counter`` (default, smooth and O(1) memory),
     ``fixed-window`` (cheapest, allows bursts at window edges) or ``moving-window`` (exact)."""

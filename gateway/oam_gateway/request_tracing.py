@@ -57,17 +57,31 @@ class _RequestInProvider:
             return
         root_path = scope.get("root_path", "")
         span = trace.get_current_span()
+        started = False
 
         async def naming_send(message: Message) -> None:
-            if message["type"] == "http.response.start" and span.is_recording():
-                route = matched_route(scope, root_path)
-                if route is not None:
-                    span.set_attribute("http.route", route)
-                    span.update_name(f"{scope.get('method', 'HTTP')} {route}")
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                self._name(span, scope, root_path)
             await send(message)
 
         token = telemetry.activate(self._provider)
         try:
             await self._app(scope, receive, naming_send)
+        except Exception as error:
+            if not started and span.is_recording():  # the server answers 500 after the span
+                self._name(span, scope, root_path)
+                span.set_attribute("http.response.status_code", 500)
+                span.set_attribute("error.type", type(error).__qualname__)
+            raise
         finally:
             telemetry.deactivate(token)
+
+    @staticmethod
+    def _name(span: trace.Span, scope: Scope, root_path: str) -> None:
+        if span.is_recording():
+            route = matched_route(scope, root_path)
+            if route is not None:
+                span.set_attribute("http.route", route)
+                span.update_name(f"{scope.get('method', 'HTTP')} {route}")
