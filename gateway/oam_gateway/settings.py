@@ -215,4 +215,5 @@ def load_settings(toml_file: Path | None = None) -> GatewaySettings:
                     TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
 
     loaded = _FromFile()  # type: ignore[call-arg]
-    return GatewaySettings.model_validate(dict(loaded))
+    return GatewaySettings.model_validate({name: getattr(loaded, name)  # only the given ones
+                                           for name in loaded.model_fields_set})
