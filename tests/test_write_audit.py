@@ -365,6 +365,22 @@ def test_disable_keeps_the_rows_and_enable_resumes(dds: Any, audited: str) -> No
     assert verify_write_audit(dds.owner_url, OWNER, audited, PUBLIC).ok
 
 
+def test_recreate_keeps_the_audit_rows_and_enable_re_arms_it(dds: Any, audited: str) -> None:
+    from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
+
+    with runtime_tx(dds, "alice") as conn:
+        conn.execute(sql.SQL("INSERT INTO {} (id, record_type, user_id, content) VALUES "
+                             "('kept', 'memory', 'alice', 'x')").format(table(audited, "memory")))
+    seal_write_audit(dds.owner_url, OWNER, audited, KEY)
+    OracleDBMemoryStore(None, dds.owner_url, schema_policy=SchemaPolicy.RECREATE,
+                        memory_store_id=audited, vector_dim=3).close()
+    status = write_audit_status(dds.owner_url, OWNER, audited)
+    assert not status.enabled and status.missing_tables == MANAGED_TABLES
+    assert "kept" in {r.record_id for r in rows(dds, audited)}
+    assert verify_write_audit(dds.owner_url, OWNER, audited, PUBLIC).ok
+    assert enable_write_audit(dds.owner_url, OWNER, audited).enabled
+
+
 # --- sealing and verification -----------------------------------------------------------------
 def _fill(dds: Any, store_id: str, count: int = 6) -> None:
     with dds.runtime_store(store_id, "alice") as store:

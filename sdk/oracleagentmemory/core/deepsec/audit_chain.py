@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,8 @@ SigningKey = OKPKey | ECKey
 
 def microseconds(moment: datetime) -> int:
     """Microseconds since the Unix epoch (exact)."""
-    return (moment - _EPOCH) // timedelta(microseconds=1)
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def _text(value: object) -> str | None:
