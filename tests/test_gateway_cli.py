@@ -1,31 +1,46 @@
-"""``oam-gateway dev`` and ``oam-gateway token``: the printed flow works end to end.
+"""``oam-gateway dev``, ``token`` and ``serve`` as subprocesses, over real HTTP.
 
-The dev server runs as a subprocess on the test session's embedded database (its data directory
-given by ``OAM_EMBEDDED_PGDATA``, so it is reused, not started anew); the shell lines it prints
-are run as printed.
+``dev`` runs on its own embedded database (a private data directory named by
+``OAM_EMBEDDED_PGDATA``, stopped at the end of the module), so the demo tenant it provisions
+never meets the session's database. The shell lines it prints are run as printed (through
+``bash`` and ``curl``; replayed with httpx where ``curl`` is not installed), then a second
+``dev`` on the same state directory must find and reuse everything the first one made.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from joserfc import jwt
 from joserfc.jwk import KeySet
+from oam_gateway.dev_state import login_url
 from oracleagentmemory.devissuer import DevIssuer
 
 GATEWAY = shutil.which("oam-gateway") or str(Path(sys.executable).parent / "oam-gateway")
+CURL = shutil.which("curl")
+SECRET_FILES = ("app-token", "runtime.pgpass", "admin.pgpass", "signing-key.json")
+STEPS = ("schema owner oam_demo", "memory store 'demo'", "security schema and policies",
+         "identity provider 'dev'", "grant both policies to group dev:demo",
+         "runtime login oam_demo_rt", "application oam_demo_gw", "write audit of 'demo'",
+         "demo users alice and bob")
 
 
 def free_port() -> int:
@@ -34,75 +49,265 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def data_dir_of(pg_url: str) -> Path:
-    """The embedded server's data directory: where its URL's ``passfile`` lives."""
-    return Path(parse_qs(urlsplit(pg_url).query)["passfile"][0]).parent
+@dataclass
+class DevRun:
+    """One ``oam-gateway dev`` process: what it printed on stdout (the flow) and stderr."""
+
+    base: str
+    stdout: list[str] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+
+    @property
+    def exports(self) -> list[str]:
+        return [line for line in self.stdout if line.startswith("export ")]
+
+    @property
+    def curls(self) -> list[str]:
+        return [line for line in self.stdout if line.startswith("curl ")]
+
+    def progress(self) -> list[str]:
+        return [line for line in self.stderr if line.startswith("oam-gateway dev: ")]
 
 
-@pytest.fixture
-def dev_gateway(pg_url: str, tmp_path: Path) -> Iterator[tuple[str, list[str], Path]]:
-    """A running ``oam-gateway dev``: its base URL, the lines it printed, its issuer dir."""
-    port = free_port()
-    issuer_dir = tmp_path / "issuer"
-    env = {**os.environ, "OAM_EMBEDDED_PGDATA": str(data_dir_of(pg_url))}
-    process = subprocess.Popen([GATEWAY, "dev", "--port", str(port), "--issuer-dir",
-                                str(issuer_dir)], env=env, stderr=subprocess.PIPE,
-                               stdout=subprocess.DEVNULL, text=True)
-    base = f"http://127.0.0.1:{port}"
+@dataclass(frozen=True)
+class DevPlace:
+    """Where the module's ``dev`` runs keep their database and their state."""
+
+    data_dir: Path
+    state_dir: Path
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OAM_")}
+        env["OAM_EMBEDDED_PGDATA"] = str(self.data_dir)
+        env["PATH"] = f"{Path(GATEWAY).parent}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+    def superuser_url(self) -> str:
+        from oracleagentmemory import embedded
+
+        return embedded.url(self.data_dir)
+
+
+@pytest.fixture(scope="module")
+def place() -> Iterator[DevPlace]:
+    parent = Path(tempfile.mkdtemp(prefix="oam-gateway-dev-"))
     try:
-        lines = _wait_until_serving(process, base)
-        yield base, lines, issuer_dir
+        yield DevPlace(parent / "pgdata", parent / "state")
+    finally:
+        from oracleagentmemory import embedded
+
+        embedded.stop(parent / "pgdata")
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def _drain(stream: Any, into: list[str]) -> None:
+    for line in stream:
+        into.append(line.rstrip("\n"))
+
+
+@contextmanager
+def dev_gateway(place: DevPlace) -> Iterator[DevRun]:
+    """A running ``oam-gateway dev`` once it printed its flow and answers ``/healthz``."""
+    port = free_port()
+    run = DevRun(f"http://127.0.0.1:{port}")
+    process = subprocess.Popen(
+        [GATEWAY, "dev", "--port", str(port), "--state-dir", str(place.state_dir)],
+        env=place.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    readers = [threading.Thread(target=_drain, args=(process.stdout, run.stdout), daemon=True),
+               threading.Thread(target=_drain, args=(process.stderr, run.stderr), daemon=True)]
+    for reader in readers:
+        reader.start()
+    try:
+        deadline = time.monotonic() + 180  # a fresh database and the model take a while
+        while True:
+            assert process.poll() is None, "\n".join(run.stderr)
+            assert time.monotonic() < deadline, "dev did not serve:\n" + "\n".join(run.stderr)
+            if any("/docs" in line for line in run.curls):
+                try:
+                    if httpx.get(f"{run.base}/healthz", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+            time.sleep(0.2)
+        yield run
     finally:
         process.send_signal(signal.SIGINT)
         try:
-            process.wait(15)
+            process.wait(20)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
+        for reader in readers:
+            reader.join(5)
 
 
-def _wait_until_serving(process: subprocess.Popen[str], base: str) -> list[str]:
-    assert process.stderr is not None
-    lines: list[str] = []
-    while not any(line.strip().startswith("curl") for line in lines):
-        line = process.stderr.readline()
-        assert line, f"oam-gateway dev exited early: {''.join(lines)}"
-        lines.append(line)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return lines
-        except httpx.TransportError:
-            pass
-        assert process.poll() is None and time.monotonic() < deadline, "dev did not serve"
-        time.sleep(0.1)
+def run_printed(run: DevRun, curl_line: str, env: dict[str, str]) -> str:
+    """Run one printed ``curl`` line after the printed ``export`` lines; its stdout."""
+    if CURL is not None:
+        script = "\n".join([*run.exports, curl_line])
+        return subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=env, check=True,
+                              capture_output=True, text=True, timeout=60).stdout
+    return _replay_with_httpx(run, curl_line)
 
 
-def test_the_printed_flow_reaches_me(dev_gateway: tuple[str, list[str], Path]) -> None:
-    base, lines, _ = dev_gateway
-    commands = [line.strip() for line in lines
-                if line.strip().startswith(("TOKEN=", "curl -H"))]
-    assert len(commands) == 2, lines
-    env = {**os.environ, "PATH": f"{Path(GATEWAY).parent}{os.pathsep}{os.environ['PATH']}"}
-    out = subprocess.run(["bash", "-euc", " && ".join(commands)], env=env, check=True,
-                         capture_output=True, text=True, timeout=60).stdout
-    assert json.loads(out) == {"user_name": "dev:alice", "groups": [], "tenant": "default"}
-    assert httpx.get(f"{base}/readyz", timeout=10).status_code == 200
-    assert httpx.get(f"{base}/v1/me", timeout=10).status_code == 401  # positive control's twin
+def _replay_with_httpx(run: DevRun, curl_line: str) -> str:
+    """What ``curl`` would print for ``curl_line`` (its ``-X``, ``-H``, ``-d``, ``-o``, ``-w``)."""
+    variables = dict(shlex.split(line.removeprefix("export "))[0].split("=", 1)
+                     for line in run.exports)
+    words = shlex.split(curl_line, comments=True)[1:]
+    method, headers, body, url, discard, write_out = "GET", {}, None, "", False, ""
+    while words:
+        word = words.pop(0)
+        if word == "-X":
+            method = words.pop(0)
+        elif word == "-H":
+            name, _, value = words.pop(0).partition(": ")
+            for key, token in variables.items():
+                value = value.replace(f"${key}", token)
+            headers[name] = value
+        elif word == "-d":
+            body = words.pop(0)
+            method = "POST" if method == "GET" else method
+        elif word == "-o":
+            discard = words.pop(0) == "/dev/null"
+        elif word == "-w":
+            write_out = words.pop(0)
+        elif not word.startswith("-"):
+            url = word
+    response = httpx.request(method, url, headers=headers, content=body, timeout=60)
+    out = "" if discard else response.text
+    return out + (write_out.replace("%{http_code}", str(response.status_code))
+                  .replace("%{content_type}", response.headers.get("content-type", ""))
+                  .replace("\\n", "\n"))
+
+
+@dataclass
+class FirstRun:
+    run: DevRun
+    outputs: list[str]
+    memory: dict[str, Any]
+    secrets: dict[str, tuple[bytes, int]]
+
+
+@pytest.fixture(scope="module")
+def first_run(place: DevPlace) -> FirstRun:
+    """``dev`` on a fresh database and state directory, its printed flow run as printed."""
+    with dev_gateway(place) as run:
+        outputs = [run_printed(run, line, place.env()) for line in run.curls]
+    secrets = {name: ((place.state_dir / name).read_bytes(),
+                      (place.state_dir / name).stat().st_mode) for name in SECRET_FILES}
+    return FirstRun(run, outputs, json.loads(outputs[0]), secrets)
+
+
+def _found(search_output: str) -> list[dict[str, Any]]:
+    return [hit["record"] for hit in json.loads(search_output)["results"]]
+
+
+def test_dev_provisions_the_demo_tenant_and_the_printed_flow_works(
+        first_run: FirstRun, place: DevPlace) -> None:
+    run, outputs, memory = first_run.run, first_run.outputs, first_run.memory
+    assert [line.split("=", 1)[0] for line in run.exports] == ["export ALICE_TOKEN",
+                                                               "export BOB_TOKEN"]
+    assert len(run.curls) == 6, run.stdout
+    assert memory["user_id"] == "dev:alice"  # the gateway's principal, never the client's
+    assert memory["content"] == "Alice takes her coffee black, without sugar"
+    alice_sees = _found(outputs[1])
+    assert memory["id"] in [record["id"] for record in alice_sees]  # the positive control
+    assert {record["user_id"] for record in alice_sees} == {"dev:alice"}
+    assert _found(outputs[2]) == []  # bob: none of alice's rows
+    assert json.loads(outputs[3]) == {"user_name": "dev:alice", "subject": "alice",
+                                      "groups": ["demo"], "tenant": "default",
+                                      "scopes": ["memory:read", "memory:write"]}
+    assert json.loads(outputs[4]) == {"status": "ready"}
+    assert outputs[5].startswith("200 text/html")
+    progress = "\n".join(run.progress())
+    assert "for development only" in progress
+    for step in STEPS:
+        assert f"oam-gateway dev: {step}" in progress, step
+    assert "application oam_demo_gw: created" in progress
+    assert "write audit of 'demo': turned on" in progress
+
+
+def test_dev_keeps_its_secrets_private_and_never_prints_the_app_token(
+        first_run: FirstRun) -> None:
+    for name, (content, mode) in first_run.secrets.items():
+        assert content.strip(), name
+        assert mode & 0o077 == 0, f"{name} has mode {mode:o}"
+    app_token = first_run.secrets["app-token"][0].decode().strip()
+    assert app_token.startswith("oamapp1.oam_demo_gw.")
+    printed = "\n".join(first_run.run.stdout + first_run.run.stderr)
+    assert app_token not in printed
+    assert app_token.rsplit(".", 1)[1] not in printed
+    for passfile in ("runtime.pgpass", "admin.pgpass"):
+        for line in first_run.secrets[passfile][0].decode().splitlines():
+            assert line.rsplit(":", 1)[1] not in printed
+
+
+def test_the_database_enforces_what_the_flow_shows(first_run: FirstRun,
+                                                   place: DevPlace) -> None:
+    """Row security, not the gateway alone: the runtime login without a context sees no row;
+    the write was audited in alice's name by the database."""
+    from oracleagentmemory.core.deepsec.audit import list_write_audit
+
+    superuser = place.superuser_url()
+    with psycopg.connect(superuser) as admin:
+        stored = admin.execute("SELECT user_id FROM oam_demo.demo_memory WHERE id = %s",
+                               [first_run.memory["id"]]).fetchall()
+    assert stored == [("dev:alice",)]
+    runtime_url = login_url(superuser, "oam_demo_rt", place.state_dir / "runtime.pgpass")
+    with psycopg.connect(runtime_url) as runtime:
+        assert runtime.execute("SELECT count(*) FROM oam_demo.demo_memory").fetchone() == (0,)
+    inserts = [row for row in list_write_audit(superuser, "oam_demo", "demo", limit=1000)
+               if row.operation == "insert" and row.record_id == first_run.memory["id"]]
+    assert inserts, "alice's memory left no audit row"
+    assert {(row.end_user, row.application, row.db_login) for row in inserts} == {
+        ("dev:alice", "oam_demo_gw", "oam_demo_rt")}
+
+
+def test_a_second_dev_reuses_the_provisioning(first_run: FirstRun, place: DevPlace) -> None:
+    with dev_gateway(place) as run:
+        progress = "\n".join(run.progress())
+        search_as = {user: next(line for line in run.curls if f"${user}_TOKEN" in line
+                                and "/v1/search" in line) for user in ("ALICE", "BOB")}
+        alice_sees = _found(run_printed(run, search_as["ALICE"], place.env()))
+        bob_sees = _found(run_printed(run, search_as["BOB"], place.env()))
+        minted = subprocess.run([GATEWAY, "token", "--user", "bob", "--state-dir",
+                                 str(place.state_dir)], env=place.env(), check=True,
+                                capture_output=True, text=True, timeout=60).stdout.strip()
+        me = httpx.get(f"{run.base}/v1/me", headers={"Authorization": f"Bearer {minted}"},
+                       timeout=10)
+    for step in STEPS:
+        assert f"oam-gateway dev: {step}" in progress, step
+    assert "created" not in progress and "registered" not in progress, progress
+    assert "rotated" not in progress and "turned on" not in progress, progress
+    for name, (content, _) in first_run.secrets.items():  # nothing made anew
+        assert (place.state_dir / name).read_bytes() == content, name
+    assert first_run.memory["id"] in [record["id"] for record in alice_sees]  # the same store
+    assert bob_sees == []
+    assert me.status_code == 200
+    assert me.json()["user_name"] == "dev:bob" and me.json()["groups"] == ["demo"]
 
 
 def test_token_mints_a_token_of_the_dev_issuer(tmp_path: Path) -> None:
-    issuer_dir = tmp_path / "issuer"
-    out = subprocess.run([GATEWAY, "token", "--user", "dana", "--group", "support",
-                          "--issuer-dir", str(issuer_dir)], check=True, capture_output=True,
-                         text=True, timeout=60).stdout.strip()
-    keys = KeySet.import_key_set(json.loads((issuer_dir / "jwks.json").read_text()))
-    claims = jwt.decode(out, keys, algorithms=["RS256"]).claims
+    state_dir = tmp_path / "state"
+
+    def mint(*options: str) -> dict[str, Any]:
+        out = subprocess.run([GATEWAY, "token", *options, "--state-dir", str(state_dir)],
+                             check=True, capture_output=True, text=True, timeout=60).stdout
+        keys = KeySet.import_key_set(json.loads((state_dir / "jwks.json").read_text()))
+        return dict(jwt.decode(out.strip(), keys, algorithms=["RS256"]).claims)
+
+    claims = mint("--user", "dana", "--group", "support")
     assert claims["sub"] == "dana"
     assert claims["groups"] == ["support"]
     assert claims["aud"] == "oam-gateway-dev"
-    assert (issuer_dir / "signing-key.json").stat().st_mode & 0o077 == 0
+    assert claims["scope"] == "memory:read memory:write"
+    assert claims["exp"] - claims["iat"] == 900
+    assert (state_dir / "signing-key.json").stat().st_mode & 0o077 == 0
+    read_only = mint("--user", "dana", "--scope", "memory:read", "--lifetime", "60")
+    assert read_only["scope"] == "memory:read"
+    assert read_only["exp"] - read_only["iat"] == 60
+    assert read_only["groups"] == []  # not a demo user (no users.json yet): no groups
 
 
 def test_serve_runs_the_gateway_of_a_settings_file(pg_url: str, tmp_path: Path) -> None:

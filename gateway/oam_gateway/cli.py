@@ -1,72 +1,88 @@
 """``oam-gateway``: run the gateway.
 
 ``oam-gateway serve --settings FILE`` serves the gateway the settings describe (a TOML file,
-overridden by ``OAM_GATEWAY_*`` environment variables). ``oam-gateway dev`` serves it on
-127.0.0.1 against the embedded database, trusting a local development token issuer (its key
-kept in ``--issuer-dir``), and prints how to get a token; ``oam-gateway token --user NAME``
-mints one from that issuer. Development only: the issuer's private key is on this machine.
+overridden by ``OAM_GATEWAY_*`` environment variables). ``oam-gateway dev`` starts the embedded
+database, provisions a demo tenant on it through the admin identity (``oam_gateway.dev_provision``),
+serves it on 127.0.0.1 trusting a local development token issuer, and prints ``curl`` lines with
+tokens of the demo users; its key and the tenant's secrets stay in ``--state-dir``.
+``oam-gateway token --user NAME`` mints a token from that issuer. Development only: the issuer's
+private key is on this machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import platformdirs
-from oracleagentmemory.devissuer import DevIssuer
+import psycopg
+from oracleagentmemory.errors import OracleAgentMemoryError
 from pydantic import SecretStr
 
+from oam_gateway.dev_state import DevState, default_state_dir
 from oam_gateway.settings import GatewaySettings, load_settings
 
 DEV_ISSUER = "https://dev-issuer.oam.local"
 DEV_AUDIENCE = "oam-gateway-dev"
-DEV_IDENTITY_PROVIDER = "dev"
-DEV_MEMORY_STORE_ID = "demo"
-DEV_SCHEMA_OWNER = "oam_demo"
-JWKS_FILE = "jwks.json"
+DEFAULT_SCOPE = "memory:read memory:write"
+PRINTED_TOKEN_SECONDS = 3600
 
 
-def default_issuer_dir() -> Path:
-    """Where ``dev`` keeps the development issuer's key and JWKS."""
-    return Path(platformdirs.user_data_dir("oam-gateway")) / "dev-issuer"
+def _progress(message: str) -> None:
+    print(f"oam-gateway dev: {message}", file=sys.stderr, flush=True)
 
 
-def dev_issuer(directory: Path) -> DevIssuer:
-    """The development issuer in ``directory`` (created on first use); its JWKS written next."""
-    issuer = (DevIssuer.load(directory) if (directory / "issuer.json").exists()
-              else DevIssuer.create(directory, DEV_ISSUER))
-    (directory / JWKS_FILE).write_text(json.dumps(issuer.jwks()), encoding="utf-8")
-    return issuer
+def dev_settings(runtime_url: str, state: DevState, issuer_id: str) -> GatewaySettings:
+    """Settings of the development gateway: the demo tenant, the dev issuer's keys."""
+    from oam_gateway import dev_provision as demo
 
-
-def dev_settings(database_url: str, issuer: DevIssuer, issuer_dir: Path) -> GatewaySettings:
-    """Settings of the development gateway: the embedded database, the dev issuer's keys."""
     return GatewaySettings(
-        database_url=SecretStr(database_url), memory_store_id=DEV_MEMORY_STORE_ID,
-        schema_owner=DEV_SCHEMA_OWNER, issuer=issuer.issuer, audience=DEV_AUDIENCE,
-        jwks_file=issuer_dir / JWKS_FILE, identity_provider=DEV_IDENTITY_PROVIDER)
+        database_url=SecretStr(runtime_url), memory_store_id=demo.MEMORY_STORE_ID,
+        schema_owner=demo.SCHEMA_OWNER, app_token_file=state.app_token_file,
+        identity_provider=demo.IDENTITY_PROVIDER, embedder="wordllama",
+        embedding_dimension=demo.VECTOR_DIM, issuer=issuer_id, audience=DEV_AUDIENCE,
+        jwks_file=state.jwks_file)
 
 
 def run_dev(args: argparse.Namespace) -> int:
-    """Start the embedded database and serve the gateway on 127.0.0.1 until interrupted."""
+    """Start the embedded database, provision the demo tenant, serve it until interrupted."""
     import uvicorn
     from oracleagentmemory import embedded
 
+    from oam_gateway import dev_provision
     from oam_gateway.app import create_app
+    from oam_gateway.dev_flow import flow_lines
+    from oam_gateway.tenants import shared_embedder
 
-    issuer_dir = Path(args.issuer_dir)
-    issuer = dev_issuer(issuer_dir)
-    settings = dev_settings(embedded.url(), issuer, issuer_dir)
+    state = DevState(Path(args.state_dir))
+    issuer = state.issuer(DEV_ISSUER)
+    _progress(f"WARNING: the development token issuer {issuer.issuer!r} (key in "
+              f"{state.directory}) is for development only; never trust it in production")
+    try:
+        started = time.monotonic()
+        _progress(f"starting the embedded database in {embedded.default_data_dir()} ...")
+        server = embedded.start()
+        _progress(f"starting the embedded database: done ({time.monotonic() - started:.1f} s)")
+        tenant = dev_provision.provision(server.url, state, issuer, DEV_AUDIENCE, _progress)
+        started = time.monotonic()
+        _progress("loading the WordLlama embedder ...")
+        embedder = shared_embedder("wordllama", dev_provision.VECTOR_DIM)
+        assert embedder is not None
+        embedder.embed(["warm up"])  # the model loads now, not on the first request
+        _progress(f"loading the WordLlama embedder: done ({time.monotonic() - started:.1f} s)")
+    except (OracleAgentMemoryError, psycopg.Error, OSError) as error:
+        _progress(f"failed: {error}")
+        return 1
+    settings = dev_settings(tenant.runtime_url, state, issuer.issuer)
     base = f"http://127.0.0.1:{args.port}"
-    print(f"oam-gateway dev: serving {base} (embedded database; development issuer "
-          f"{issuer.issuer!r}, never use it in production)", file=sys.stderr)
-    print("get a token and call the gateway:\n"
-          f"  TOKEN=$(oam-gateway token --user alice --issuer-dir {issuer_dir})\n"
-          f'  curl -H "Authorization: Bearer $TOKEN" {base}/v1/me\n'
-          f"  curl {base}/readyz", file=sys.stderr)
+    tokens = {user: issuer.token(user, audience=DEV_AUDIENCE, groups=groups,
+                                 lifetime_seconds=PRINTED_TOKEN_SECONDS, scope=DEFAULT_SCOPE)
+              for user, groups in tenant.users.items()}
+    state_arg = "" if Path(args.state_dir) == default_state_dir() else str(state.directory)
+    _progress(f"serving {base} (memory store {dev_provision.MEMORY_STORE_ID!r}); try:")
+    print("\n".join(flow_lines(base, tokens, PRINTED_TOKEN_SECONDS, state_arg)), flush=True)
     uvicorn.run(create_app(settings), host="127.0.0.1", port=args.port, log_level="info")
     return 0
 
@@ -83,10 +99,12 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def run_token(args: argparse.Namespace) -> int:
-    """Print a development token for ``--user``."""
-    issuer = dev_issuer(Path(args.issuer_dir))
-    print(issuer.token(args.user, audience=DEV_AUDIENCE, groups=args.group or [],
-                       lifetime_seconds=args.lifetime))
+    """Print a development token for ``--user`` (a demo user's groups unless ``--group``)."""
+    state = DevState(Path(args.state_dir))
+    issuer = state.issuer(DEV_ISSUER)
+    groups = args.group if args.group is not None else state.users().get(args.user, [])
+    print(issuer.token(args.user, audience=DEV_AUDIENCE, groups=groups,
+                       lifetime_seconds=args.lifetime, scope=args.scope))
     return 0
 
 
@@ -100,16 +118,22 @@ def parser() -> argparse.ArgumentParser:
                        help="a TOML settings file (OAM_GATEWAY_* variables override it)")
     serve.add_argument("--host", default="127.0.0.1", help="the address (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="the port (default: 8080)")
-    dev = commands.add_parser("dev", help="serve on 127.0.0.1 with the embedded database")
+    dev = commands.add_parser("dev", help="provision a demo tenant on the embedded database "
+                                          "and serve it on 127.0.0.1")
     dev.add_argument("--port", type=int, default=8080, help="the port (default: 8080)")
     token = commands.add_parser("token", help="mint a development token")
     token.add_argument("--user", required=True, help="the user the token names (sub claim)")
-    token.add_argument("--group", action="append", help="a group of the user; repeatable")
+    token.add_argument("--group", action="append",
+                       help="a group of the user; repeatable (default: a demo user's groups)")
     token.add_argument("--lifetime", type=int, default=900, metavar="SECONDS",
                        help="how long the token is valid (default: 900)")
+    token.add_argument("--scope", default=DEFAULT_SCOPE,
+                       help=f"the token's scopes, space-separated (default: {DEFAULT_SCOPE!r})")
     for command in (dev, token):
-        command.add_argument("--issuer-dir", default=str(default_issuer_dir()), metavar="DIR",
-                             help="the development issuer's key directory")
+        command.add_argument("--state-dir", "--issuer-dir", dest="state_dir",
+                             default=str(default_state_dir()), metavar="DIR",
+                             help="the development issuer's key and the demo tenant's secrets "
+                                  f"(default: {default_state_dir()})")
     return top
 
 
