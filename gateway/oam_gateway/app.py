@@ -25,6 +25,7 @@ from starlette.routing import BaseRoute, Route
 from oam_gateway.auth import TokenRejected, TokenVerifier
 from oam_gateway.endpoints import Endpoint, RequestRefused, route_handler
 from oam_gateway.health import RETRY_AFTER_SECONDS, database_reachable
+from oam_gateway.mcp_server import McpGateway
 from oam_gateway.middleware_auth import PROTECTED_PREFIX, challenge
 from oam_gateway.openapi import docs_page, openapi_document
 from oam_gateway.problems import problem_response
@@ -77,12 +78,15 @@ def create_app(settings: GatewaySettings, verifier: TokenVerifier | None = None,
     routes += [Route(PROTECTED_PREFIX + e.path,
                      route_handler(e, tenants, settings.limits, settings.require_scopes),
                      methods=[e.method], name=e.operation) for e in endpoints]
+    mcp = McpGateway(settings, tenants)
+    routes += mcp.routes
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         tenants.open()
         try:
-            yield
+            async with mcp.run():
+                yield
         finally:
             await asyncio.to_thread(tenants.close)
 

@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from oam_gateway.auth import TokenRejected, TokenVerifier
 from oam_gateway.health import RETRY_AFTER_SECONDS
 from oam_gateway.jwks import KeysUnavailable
+from oam_gateway.mcp_metadata import is_mcp_path, resource_metadata_parameter
 from oam_gateway.principal import Principal
 from oam_gateway.problems import problem_response
 
@@ -52,8 +53,8 @@ class BearerAuthMiddleware:
             await response(scope, receive, send)
             return
         except TokenRejected as rejection:
-            response = problem_response(401, "invalid-token", rejection.description,
-                                        headers={"WWW-Authenticate": challenge(rejection)})
+            response = problem_response(401, "invalid-token", rejection.description, headers={
+                "WWW-Authenticate": challenge(rejection) + resource_metadata_parameter(scope)})
             await response(scope, receive, send)
             return
         scope[PRINCIPAL_SCOPE_KEY] = principal
@@ -69,7 +70,8 @@ def principal_of(request: Request) -> Principal:
 
 
 def _is_protected(path: str) -> bool:
-    return path == PROTECTED_PREFIX or path.startswith(PROTECTED_PREFIX + "/")
+    return (path == PROTECTED_PREFIX or path.startswith(PROTECTED_PREFIX + "/")
+            or is_mcp_path(path))
 
 
 def _header_values(scope: Scope, name: bytes) -> list[str]:
