@@ -4,13 +4,15 @@
 ``OAM_EMBEDDED_PGDATA``, stopped at the end of the module), so the demo tenant it provisions
 never meets the session's database. The shell lines it prints are run as printed (through
 ``bash`` and ``curl``; replayed with httpx where ``curl`` is not installed), then a second
-``dev`` on the same state directory must find and reuse everything the first one made.
+``dev`` on the same state directory must find and reuse everything the first one made, and the
+README's section on ``dev`` runs as written against it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -31,11 +33,15 @@ import psycopg
 import pytest
 from joserfc import jwt
 from joserfc.jwk import KeySet
+from oam_gateway.dev_flow import flow_lines
 from oam_gateway.dev_state import login_url
 from oracleagentmemory.devissuer import DevIssuer
 
 GATEWAY = shutil.which("oam-gateway") or str(Path(sys.executable).parent / "oam-gateway")
 CURL = shutil.which("curl")
+README = Path(__file__).resolve().parents[1] / "README.md"
+README_SECTION = "Run the gateway on the embedded database"
+README_BASE = "http://127.0.0.1:8080"
 SECRET_FILES = ("app-token", "runtime.pgpass", "admin.pgpass", "signing-key.json")
 STEPS = ("schema owner oam_demo", "memory store 'demo'", "security schema and policies",
          "identity provider 'dev'", "grant both policies to group dev:demo",
@@ -74,11 +80,17 @@ class DevPlace:
     """Where the module's ``dev`` runs keep their database and their state."""
 
     data_dir: Path
-    state_dir: Path
+    xdg_data_home: Path
+
+    @property
+    def state_dir(self) -> Path:
+        """``dev``'s default state directory under :attr:`xdg_data_home`."""
+        return self.xdg_data_home / "oam-gateway" / "dev"
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("OAM_")}
         env["OAM_EMBEDDED_PGDATA"] = str(self.data_dir)
+        env["XDG_DATA_HOME"] = str(self.xdg_data_home)
         env["PATH"] = f"{Path(GATEWAY).parent}{os.pathsep}{env.get('PATH', '')}"
         return env
 
@@ -90,9 +102,11 @@ class DevPlace:
 
 @pytest.fixture(scope="module")
 def place() -> Iterator[DevPlace]:
+    """A private database, and the state in the default place of a private ``XDG_DATA_HOME``
+    (so ``oam-gateway token`` without ``--state-dir``, as the README runs it, finds it)."""
     parent = Path(tempfile.mkdtemp(prefix="oam-gateway-dev-"))
     try:
-        yield DevPlace(parent / "pgdata", parent / "state")
+        yield DevPlace(parent / "pgdata", parent / "xdg")
     finally:
         from oracleagentmemory import embedded
 
@@ -111,7 +125,7 @@ def dev_gateway(place: DevPlace) -> Iterator[DevRun]:
     port = free_port()
     run = DevRun(f"http://127.0.0.1:{port}")
     process = subprocess.Popen(
-        [GATEWAY, "dev", "--port", str(port), "--state-dir", str(place.state_dir)],
+        [GATEWAY, "dev", "--port", str(port)],  # the state in its default place
         env=place.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     readers = [threading.Thread(target=_drain, args=(process.stdout, run.stdout), daemon=True),
                threading.Thread(target=_drain, args=(process.stderr, run.stderr), daemon=True)]
@@ -264,18 +278,25 @@ def test_the_database_enforces_what_the_flow_shows(first_run: FirstRun,
         ("dev:alice", "oam_demo_gw", "oam_demo_rt")}
 
 
-def test_a_second_dev_reuses_the_provisioning(first_run: FirstRun, place: DevPlace) -> None:
+@pytest.fixture(scope="module")
+def second_run(first_run: FirstRun, place: DevPlace) -> Iterator[DevRun]:
+    """``dev`` started again on the first run's database and state directory."""
     with dev_gateway(place) as run:
-        progress = "\n".join(run.progress())
-        search_as = {user: next(line for line in run.curls if f"${user}_TOKEN" in line
-                                and "/v1/search" in line) for user in ("ALICE", "BOB")}
-        alice_sees = _found(run_printed(run, search_as["ALICE"], place.env()))
-        bob_sees = _found(run_printed(run, search_as["BOB"], place.env()))
-        minted = subprocess.run([GATEWAY, "token", "--user", "bob", "--state-dir",
-                                 str(place.state_dir)], env=place.env(), check=True,
-                                capture_output=True, text=True, timeout=60).stdout.strip()
-        me = httpx.get(f"{run.base}/v1/me", headers={"Authorization": f"Bearer {minted}"},
-                       timeout=10)
+        yield run
+
+
+def test_a_second_dev_reuses_the_provisioning(first_run: FirstRun, second_run: DevRun,
+                                              place: DevPlace) -> None:
+    run = second_run
+    progress = "\n".join(run.progress())
+    search_as = {user: next(line for line in run.curls if f"${user}_TOKEN" in line
+                            and "/v1/search" in line) for user in ("ALICE", "BOB")}
+    alice_sees = _found(run_printed(run, search_as["ALICE"], place.env()))
+    bob_sees = _found(run_printed(run, search_as["BOB"], place.env()))
+    minted = subprocess.run([GATEWAY, "token", "--user", "bob"], env=place.env(), check=True,
+                            capture_output=True, text=True, timeout=60).stdout.strip()
+    me = httpx.get(f"{run.base}/v1/me", headers={"Authorization": f"Bearer {minted}"},
+                   timeout=10)
     for step in STEPS:
         assert f"oam-gateway dev: {step}" in progress, step
     assert "created" not in progress and "registered" not in progress, progress
@@ -286,6 +307,40 @@ def test_a_second_dev_reuses_the_provisioning(first_run: FirstRun, place: DevPla
     assert bob_sees == []
     assert me.status_code == 200
     assert me.json()["user_name"] == "dev:bob" and me.json()["groups"] == ["demo"]
+
+
+def readme_blocks() -> list[str]:
+    """The ``bash`` blocks of the README's section on ``oam-gateway dev``."""
+    text = README.read_text(encoding="utf-8")
+    match = re.search(rf"^## {re.escape(README_SECTION)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, f"README.md has no '## {README_SECTION}' section"
+    return re.findall(r"^```bash\n(.*?)^```\s*$", match[1], re.M | re.S)
+
+
+def test_the_readme_shows_what_dev_prints() -> None:
+    start, flow = readme_blocks()
+    assert start.split()[:2] == ["oam-gateway", "dev"]
+    printed = flow_lines(README_BASE, {"alice": "A", "bob": "B"}, 3600, "")
+    shown = [shlex.split(line, comments=True) for line in flow.splitlines()
+             if line.startswith("curl ")]
+    assert shown == [shlex.split(line, comments=True) for line in printed
+                     if line.startswith("curl ")]
+
+
+@pytest.mark.skipif(CURL is None, reason="curl is not installed")
+def test_the_readme_flow_runs_as_written(second_run: DevRun, place: DevPlace) -> None:
+    _, flow = readme_blocks()
+    script = flow.replace(README_BASE, second_run.base)  # the test's own port
+    out = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=place.env(),
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    memory, alice, bob, me, ready, docs = out.splitlines()
+    added = json.loads(memory)
+    assert added["user_id"] == "dev:alice"
+    assert added["id"] in [record["id"] for record in _found(alice)]
+    assert _found(bob) == []
+    assert json.loads(me)["user_name"] == "dev:alice"
+    assert json.loads(ready) == {"status": "ready"}
+    assert docs.startswith("200 text/html")
 
 
 def test_token_mints_a_token_of_the_dev_issuer(tmp_path: Path) -> None:
