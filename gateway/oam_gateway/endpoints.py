@@ -31,6 +31,11 @@ from oam_gateway.tenants import TenantRuntime, Tenants
 T = TypeVar("T")
 B = TypeVar("B", bound=BaseModel)
 
+MAX_BODY_DEPTH = 100
+"""Request bodies nesting objects and arrays deeper than this answer 400: deeper JSON would
+exhaust the recursion of the parser, the SDK or the database (a 500) long before it is useful.
+"""
+
 
 class RequestRefused(Exception):
     """The gateway refuses the request before the SDK sees it (a 4xx problem)."""
@@ -124,6 +129,8 @@ def route_handler(endpoint: Endpoint, tenants: Tenants, limits: LimitSettings,
                 headers={"WWW-Authenticate": f'Bearer realm="oam-gateway", '
                          f'error="insufficient_scope", scope="{endpoint.scope}"'})
         check_query_user(request, principal)
+        refuse_nul(request.path_params, "the path")
+        refuse_nul(request.query_params.multi_items(), "the query")
         body = await _parsed_body(request, endpoint.body)
         if body is not None:
             check_owned(body, principal)
@@ -143,10 +150,46 @@ async def _parsed_body(request: Request, model: type[BaseModel] | None) -> BaseM
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise RequestRefused(400, "invalid-request", "the body is not valid JSON") from None
+    except RecursionError:
+        data = None  # deeper than the parser goes: refused just below
+    if data is None or json_depth(data) > MAX_BODY_DEPTH:
+        raise RequestRefused(400, "invalid-request",
+                             f"the body nests deeper than {MAX_BODY_DEPTH} levels")
+    refuse_nul(data, "the body")
     try:
         return model.model_validate(data)
     except ValidationError as error:
         raise RequestRefused(400, "invalid-request", describe_validation(error)) from None
+
+
+def json_depth(value: Any) -> int:
+    """How deeply ``value`` nests objects and arrays (without recursion: any depth)."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            pending.extend((child, depth + 1)
+                           for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def refuse_nul(value: Any, where: str) -> None:
+    """A 400 when a string (key or value) in ``value`` holds U+0000: the database's text and
+    JSON types cannot store it, so it would otherwise fail there as a server error."""
+    if _holds_nul(value):
+        raise RequestRefused(400, "invalid-request",
+                             f"{where} holds a NUL character (U+0000), which cannot be stored")
+
+
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_nul(item) for item in value)
+    return False
 
 
 def describe_validation(error: ValidationError) -> str:

@@ -16,6 +16,8 @@ MemoryType = Literal["memory", "fact", "preference", "guideline"]
 RecordTypeName = Literal["memory", "fact", "preference", "guideline", "message", "thread",
                          "thread_summary", "image", "user_profile", "agent_profile"]
 Id = Annotated[str, Field(min_length=1, max_length=256)]
+PathId = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^/]+$", description=(
+    "A new record's id: no '/', so that it can be addressed as one path segment"))]
 
 
 class RequestBody(BaseModel):
@@ -86,7 +88,7 @@ class Page(BaseModel):
 class ThreadIn(OwnedBody):
     """A new thread of the caller."""
 
-    thread_id: Id | None = None
+    thread_id: PathId | None = None
     agent_id: Id | None = None
     metadata: Metadata | None = None
 
@@ -123,7 +125,7 @@ class MemoryIn(OwnedBody):
 
     content: str = Field(min_length=1)
     memory_type: MemoryType = "memory"
-    memory_id: Id | None = None
+    memory_id: PathId | None = None
     thread_id: Id | None = None
     agent_id: Id | None = None
     metadata: Metadata | None = None
@@ -213,7 +215,7 @@ class RelationIn(OwnedBody):
     target_record_type: MemoryType
     relation_type: str = Field(min_length=1, max_length=256)
     opposite_relation_type: str | None = Field(default=None, min_length=1, max_length=256)
-    relation_id: Id | None = None
+    relation_id: PathId | None = None
     metadata: Metadata | None = None
 
 
