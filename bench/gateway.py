@@ -1,0 +1,512 @@
+"""Throughput and latency of the gateway over loopback HTTP, next to the same SDK calls direct.
+
+One protected store (the identities of ``tests/dds.py``; own-rows and global policies granted
+to the test identity provider's group) holds ``--memories`` memories for each of ``--users``
+identity-provider users, loaded by the schema owner and ``VACUUM ANALYZE``d. The gateway runs
+as its own process (``oam-gateway serve``, one uvicorn worker, the tenant pool of ``--pool``
+connections), vouching for those users. Then, for each operation:
+
+* ``get``: ``GET /v1/memories/{id}`` of a random memory of the caller;
+* ``search``: ``POST /v1/search`` of three vocabulary words, ``k`` 10;
+* ``add``: ``POST /v1/memories`` of a short sentence (answers the stored record);
+
+the load generator (``wrk``, C, one thread, ``--connections`` keep-alive connections, callers'
+tokens in turn; without ``wrk`` a Python generator, which may itself be the bottleneck and is
+reported as such) drives the gateway for ``--seconds``, then the same work runs in this process
+through the SDK directly (the routes' work functions inside
+``OracleMemoryEndUserSecurityContext`` on a client over an equal pool, ``--connections``
+threads). Then both at one connection, for the per-call latency the gateway adds (p50 gateway
+- p50 direct). With ``--audit``, ``add`` is measured with the store's write audit off and on,
+alternating.
+
+Goals (issue 11), this 2-core machine, 10k memories per user: at least 1,200 ``get``/s, at least
+300 ``search``/s, gateway p50 overhead at most 1 ms over the direct call, audit on/off at most
+1.15x.
+
+Usage::
+
+    .venv/bin/python bench/gateway.py [--users 4] [--memories 10000] [--seconds 10]
+        [--connections 16] [--pool 8] [--embedder wordllama] [--audit]
+        [--url URL | --data-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from _embedded import add_server_arguments, bench_server  # noqa: E402
+from dds import AUDIENCE, GROUP, IDP, ISSUER, OWNER, DdsEnvironment, setup_environment  # noqa: E402
+from oam_gateway.endpoints import Call  # noqa: E402,F401  (the work functions' home)
+from oam_gateway.rest_memories import memory  # noqa: E402
+from oam_gateway.tenants import shared_embedder  # noqa: E402
+from oracleagentmemory.core import OracleAgentMemory, OracleDBMemoryStore, SchemaPolicy  # noqa: E402
+from oracleagentmemory.core.deepsec import (  # noqa: E402
+    IdentityProviderUser,
+    OracleMemoryEndUserSecurityContext,
+    create_end_user_security_context,
+)
+from psycopg_pool import ConnectionPool  # noqa: E402
+
+SEED = 20261201
+OPS = ("get", "search", "add")
+WORDS = ("alpine", "hiking", "coffee", "espresso", "garden", "tulip", "violin", "sonata",
+         "python", "rust", "database", "index", "paris", "lisbon", "tokyo", "sushi", "ramen",
+         "bicycle", "marathon", "chess", "opening", "novel", "poetry", "cat", "dog", "allergy",
+         "peanut", "window", "seat", "aisle", "morning", "evening", "rain", "snow", "winter",
+         "summer")
+GOALS = {"get_rps": 1200.0, "search_rps": 300.0, "overhead_ms": 1.0, "audit_ratio": 1.15}
+
+
+def sentence(rng: random.Random, words: int = 8) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def user_of(n: int) -> str:
+    return f"bench{n:02d}"
+
+
+# --- the store ---------------------------------------------------------------------------------
+def load_store(env: DdsEnvironment, users: int, per_user: int, dimension: int,
+               embedder_name: str) -> tuple[str, dict[str, list[str]]]:
+    """A protected store with ``per_user`` memories of each user; their ids by user."""
+    store_id = env.new_store(vector_dim=dimension)
+    rng = random.Random(SEED)
+    embedder = shared_embedder(embedder_name, dimension)
+    ids: dict[str, list[str]] = {}
+    started = time.perf_counter()
+    with OracleDBMemoryStore(embedder, env.owner_url, schema_policy=SchemaPolicy.REQUIRE_EXISTING,
+                             memory_store_id=store_id) as store:
+        for n in range(users):
+            owner = f"{IDP}:{user_of(n)}"
+            ids[owner] = []
+            for start in range(0, per_user, 2000):
+                count = min(2000, per_user - start)
+                ids[owner] += [str(i) for i in store.add(
+                    [sentence(rng) for _ in range(count)], "memory",
+                    user_ids=[owner] * count)]
+    with psycopg.connect(env.owner_url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+    print(f"loaded {users} x {per_user} memories in {time.perf_counter() - started:.1f} s",
+          flush=True)
+    return store_id, ids
+
+
+# --- the gateway process ----------------------------------------------------------------------
+@contextmanager
+def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: int,
+                    embedder: str, dimension: int) -> Iterator[str]:
+    """``oam-gateway serve`` for the store, on a free port; yields its base URL."""
+    jwks = directory / "jwks.json"
+    jwks.write_text(json.dumps(env.issuer.jwks()), encoding="utf-8")
+    token_file = directory / "app-token"
+    token_file.write_text(env.token, encoding="utf-8")
+    token_file.chmod(0o600)
+    settings = directory / "gateway.toml"
+    settings.write_text("\n".join([
+        f'memory_store_id = "{store_id}"', f'schema_owner = "{OWNER}"',
+        f'issuer = "{ISSUER}"', f'audience = "{AUDIENCE}"', f'jwks_file = "{jwks}"',
+        f'identity_provider = "{IDP}"', f'app_token_file = "{token_file}"',
+        f'embedder = "{embedder}"', f"embedding_dimension = {dimension}",
+        f"pool_min_size = {pool}", f"pool_max_size = {pool}", "tenant = \"bench\"",
+        "[limits]", 'rate_limit = "100000000/minute"', "max_k = 100", ""]), encoding="utf-8")
+    port = _free_port()
+    command = [str(Path(sys.executable).with_name("oam-gateway")), "serve", "--settings",
+               str(settings), "--port", str(port)]
+    env_vars = {**os.environ, "OAM_GATEWAY_DATABASE_URL": env.runtime_url}
+    process = subprocess.Popen(command, env=env_vars, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None:
+                raise RuntimeError(f"the gateway did not start: {process.communicate()[1]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("the gateway did not start in 120 s")
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# --- results ----------------------------------------------------------------------------------
+@dataclass
+class Run:
+    """Requests per second and latency percentiles (ms) of one measured run."""
+
+    rps: float
+    p50: float
+    p95: float
+    p99: float
+    errors: int
+    requests: int
+
+    def row(self) -> str:
+        return (f"{self.rps:9.0f} {self.p50:8.2f} {self.p95:8.2f} {self.p99:8.2f} "
+                f"{self.errors:6d}")
+
+
+def _percentile(sorted_values: list[float], fraction: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    index = min(len(sorted_values) - 1, int(round(fraction * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+def run_of(latencies: list[float], errors: int, seconds: float) -> Run:
+    values = sorted(latencies)
+    return Run(len(values) / seconds, _percentile(values, 0.50) * 1e3,
+               _percentile(values, 0.95) * 1e3, _percentile(values, 0.99) * 1e3, errors,
+               len(values))
+
+
+# --- the requests -------------------------------------------------------------------------------
+@dataclass
+class Workload:
+    """Tokens, ids and request bodies of each caller, in turn."""
+
+    tokens: dict[str, str]
+    ids: dict[str, list[str]]
+    rng: random.Random
+
+    def users(self) -> list[str]:
+        return list(self.tokens)
+
+    def search_body(self) -> dict[str, Any]:
+        return {"query": sentence(self.rng, 3), "k": 10}
+
+    def add_body(self) -> dict[str, Any]:
+        return {"content": sentence(self.rng)}
+
+
+def wrk_script(op: str, work: Workload, count: int = 400) -> str:
+    """A ``wrk`` Lua script that sends ``op`` requests, callers in turn."""
+    users = work.users()
+    tokens = ",".join(json.dumps(work.tokens[u]) for u in users)
+    if op == "get":
+        table = ",".join("{" + ",".join(json.dumps(i) for i in work.rng.sample(
+            work.ids[u], min(count, len(work.ids[u])))) + "}" for u in users)
+        build = ('local list = items[u]; local id = list[(n % #list) + 1]\n'
+                 '  return wrk.format("GET", "/v1/memories/" .. id, '
+                 '{["Authorization"] = "Bearer " .. tokens[u]})')
+    else:
+        make = work.search_body if op == "search" else work.add_body
+        path = "/v1/search" if op == "search" else "/v1/memories"
+        bodies = ",".join(json.dumps(json.dumps(make())) for _ in range(count))
+        table = bodies
+        build = (f'local body = items[(n % #items) + 1]\n'
+                 f'  return wrk.format("POST", "{path}", {{["Authorization"] = "Bearer " .. '
+                 'tokens[u], ["Content-Type"] = "application/json"}, body)')
+    return (f"tokens = {{{tokens}}}\nitems = {{{table}}}\nn = 0\n"
+            "request = function()\n  n = n + 1\n  local u = (n % #tokens) + 1\n"
+            f"  {build}\nend\n"
+            "done = function(summary, latency, requests)\n"
+            "  local e = summary.errors\n"
+            '  io.write(string.format("WRK %d %d %d %d %d %d %d\\n", summary.requests, '
+            "summary.duration, e.connect + e.read + e.write + e.timeout, e.status, "
+            "latency:percentile(50), latency:percentile(95), latency:percentile(99)))\n"
+            "end\n")
+
+
+def run_wrk(base: str, op: str, work: Workload, connections: int, seconds: float,
+            directory: Path) -> Run:
+    script = directory / f"{op}.lua"
+    script.write_text(wrk_script(op, work), encoding="utf-8")
+    output = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--timeout", "10s",
+         "-s", str(script), base], capture_output=True, text=True, check=True).stdout
+    line = next(x for x in output.splitlines() if x.startswith("WRK "))
+    requests, duration_us, errors, status_errors, p50, p95, p99 = map(int, line.split()[1:])
+    return Run(requests / (duration_us / 1e6), p50 / 1e3, p95 / 1e3, p99 / 1e3,
+               errors + status_errors, requests)
+
+
+def run_python_load(base: str, op: str, work: Workload, connections: int,
+                    seconds: float) -> Run:
+    """The fallback load generator: ``connections`` asyncio httpx clients."""
+
+    async def main() -> Run:
+        latencies: list[float] = []
+        errors = 0
+        deadline = time.perf_counter() + seconds
+        users = work.users()
+
+        async def one(index: int) -> None:
+            nonlocal errors
+            async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+                n = index
+                while time.perf_counter() < deadline:
+                    n += connections
+                    user = users[n % len(users)]
+                    headers = {"Authorization": f"Bearer {work.tokens[user]}"}
+                    started = time.perf_counter()
+                    try:
+                        if op == "get":
+                            ids = work.ids[user]
+                            response = await http.get(f"/v1/memories/{ids[n % len(ids)]}",
+                                                      headers=headers)
+                        elif op == "search":
+                            response = await http.post("/v1/search", json=work.search_body(),
+                                                       headers=headers)
+                        else:
+                            response = await http.post("/v1/memories", json=work.add_body(),
+                                                       headers=headers)
+                    except httpx.TransportError:  # a timeout counts as an error, as in wrk
+                        errors += 1
+                        continue
+                    latencies.append(time.perf_counter() - started)
+                    errors += response.status_code >= 300
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(connections)))
+        return run_of(latencies, errors, time.perf_counter() - started)
+
+    return asyncio.run(main())
+
+
+# --- the same work, direct --------------------------------------------------------------------
+def direct_work(op: str, client: OracleAgentMemory, user: str, work: Workload,
+                n: int) -> Callable[[], Any]:
+    """What the gateway's route does for ``op`` inside the context, through the SDK."""
+    if op == "get":
+        ids = work.ids[user]
+
+        def get() -> Any:
+            with client.store._atomic():
+                return memory(client, ids[n % len(ids)])
+        return get
+    if op == "search":
+        query = work.search_body()["query"]
+        return lambda: client.search(query, user_id=user, max_results=10)
+    content = work.add_body()["content"]
+
+    def add() -> Any:
+        with client.store._atomic():
+            return memory(client, client.add_memory(content, user_id=user))
+    return add
+
+
+def run_direct(op: str, client: OracleAgentMemory, app_token: str, work: Workload,
+               threads: int, seconds: float) -> Run:
+    users = work.users()
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    deadline = time.perf_counter() + seconds
+
+    def worker(index: int) -> None:
+        nonlocal errors
+        n = index
+        mine: list[float] = []
+        failed = 0
+        while time.perf_counter() < deadline:
+            n += threads
+            user = users[n % len(users)]
+            subject = user.split(":", 1)[1]
+            task = direct_work(op, client, user, work, n)
+            started = time.perf_counter()
+            try:
+                context = create_end_user_security_context(
+                    app_token, IdentityProviderUser(subject, (GROUP,), IDP))
+                with OracleMemoryEndUserSecurityContext(context):
+                    task()
+            except Exception:
+                failed += 1
+            mine.append(time.perf_counter() - started)
+        with lock:
+            latencies.extend(mine)
+            errors += failed
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(worker, range(threads)))
+    return run_of(latencies, errors, time.perf_counter() - started)
+
+
+@contextmanager
+def direct_client(env: DdsEnvironment, store_id: str, pool_size: int, embedder: str,
+                  dimension: int) -> Iterator[OracleAgentMemory]:
+    pool: ConnectionPool[Any] = ConnectionPool(env.runtime_url, min_size=pool_size,
+                                               max_size=pool_size, open=True)
+    context = create_end_user_security_context(
+        env.token, IdentityProviderUser(user_of(0), (GROUP,), IDP))
+    with OracleMemoryEndUserSecurityContext(context):
+        store = OracleDBMemoryStore(shared_embedder(embedder, dimension),
+                                    pool, schema_policy=SchemaPolicy.NO_CHECK,
+                                    memory_store_id=store_id, schema_owner=OWNER)
+    client = OracleAgentMemory(store=store, extract_memories=False)
+    try:
+        yield client
+    finally:
+        client.close(timeout=5)
+        pool.close()
+
+
+# --- audit on/off -------------------------------------------------------------------------------
+def audit_switch(env: DdsEnvironment, store_id: str) -> Callable[[bool], None]:
+    """A function turning the store's write audit on or off (as the policy administrator)."""
+    from oracleagentmemory.core.deepsec import audit as audit_api
+
+    enable, disable = audit_api.enable_write_audit, audit_api.disable_write_audit
+
+    def switch(on: bool) -> None:
+        with psycopg.connect(env.secadmin_url) as conn:
+            (enable if on else disable)(conn, OWNER, store_id)
+
+    return switch
+
+
+# --- main -----------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--users", type=int, default=4)
+    parser.add_argument("--memories", type=int, default=10_000, help="memories per user")
+    parser.add_argument("--seconds", type=float, default=10.0, help="each measured run")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--pool", type=int, default=8, help="the tenant's pool size")
+    parser.add_argument("--embedder", choices=("wordllama", "hashing"), default="wordllama")
+    parser.add_argument("--ops", default=",".join(OPS), help="comma-separated: get,search,add")
+    parser.add_argument("--audit", action="store_true",
+                        help="also measure add with the write audit off and on")
+    parser.add_argument("--python-load", action="store_true",
+                        help="use the Python load generator even when wrk is installed")
+    add_server_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    ops = [op for op in args.ops.split(",") if op]
+    unknown = sorted(set(ops) - set(OPS))
+    if unknown:
+        print(f"unknown operation {unknown[0]!r}", file=sys.stderr)
+        return 2
+    dimension = 256 if args.embedder == "wordllama" else 64
+    use_wrk = shutil.which("wrk") is not None and not args.python_load
+    print(f"load generator: {'wrk (C, 1 thread)' if use_wrk else 'Python (httpx asyncio)'}"
+          + ("" if use_wrk else ": may itself be the bottleneck; install wrk"), flush=True)
+    with bench_server(args.url, args.data_dir) as url, \
+            tempfile.TemporaryDirectory(prefix="oam-bench-gw-") as tmp:
+        env = setup_environment(url)
+        store_id, ids = load_store(env, args.users, args.memories, dimension, args.embedder)
+        rng = random.Random(SEED + 1)
+        tokens = {user: env.issuer.token(user.split(":", 1)[1], audience=AUDIENCE,
+                                         groups=[GROUP], scope="memory:read memory:write",
+                                         lifetime_seconds=3600) for user in ids}
+        work = Workload(tokens, ids, rng)
+        directory = Path(tmp)
+        results: dict[tuple[str, str, int], Run] = {}
+        with gateway_process(env, store_id, directory, args.pool, args.embedder,
+                             dimension) as base, \
+                direct_client(env, store_id, args.pool, args.embedder, dimension) as client:
+            for op in ops:
+                for connections in (args.connections, 1):
+                    warm = min(2.0, args.seconds)
+                    _gateway_run(base, op, work, connections, warm, directory, use_wrk)
+                    results[("gateway", op, connections)] = _gateway_run(
+                        base, op, work, connections, args.seconds, directory, use_wrk)
+                    run_direct(op, client, env.token, work, connections, warm)
+                    results[("direct", op, connections)] = run_direct(
+                        op, client, env.token, work, connections, args.seconds)
+            audit = _audit_runs(env, store_id, base, work, args, directory, use_wrk) \
+                if args.audit else None
+        _report(results, ops, args.connections, audit)
+    return 0
+
+
+def _gateway_run(base: str, op: str, work: Workload, connections: int, seconds: float,
+                 directory: Path, use_wrk: bool) -> Run:
+    if use_wrk:
+        return run_wrk(base, op, work, connections, seconds, directory)
+    return run_python_load(base, op, work, connections, seconds)
+
+
+def _audit_runs(env: DdsEnvironment, store_id: str, base: str, work: Workload,
+                args: argparse.Namespace, directory: Path, use_wrk: bool
+                ) -> dict[str, list[Run]]:
+    switch = audit_switch(env, store_id)
+    runs: dict[str, list[Run]] = {"off": [], "on": []}
+    try:
+        for _ in range(3):  # alternate, so drift hits both sides
+            for state in ("off", "on"):
+                switch(state == "on")
+                runs[state].append(_gateway_run(base, "add", work, args.connections,
+                                                args.seconds / 2, directory, use_wrk))
+    finally:
+        switch(False)
+    return runs
+
+
+def _report(results: dict[tuple[str, str, int], Run], ops: list[str], connections: int,
+            audit: dict[str, list[Run]] | None) -> None:
+    print(f"\n{'operation':<10} {'side':<8} {'conns':>5} {'req/s':>9} {'p50 ms':>8} "
+          f"{'p95 ms':>8} {'p99 ms':>8} {'errors':>6}")
+    for op in ops:
+        for conns in (connections, 1):
+            for side in ("gateway", "direct"):
+                run = results[(side, op, conns)]
+                print(f"{op:<10} {side:<8} {conns:>5} {run.row()}")
+    print("\nratios (gateway / direct):")
+    for op in ops:
+        many_g, many_d = results[("gateway", op, connections)], results[("direct", op,
+                                                                         connections)]
+        one_g, one_d = results[("gateway", op, 1)], results[("direct", op, 1)]
+        print(f"  {op:<8} throughput {many_g.rps / many_d.rps:5.2f}x at {connections} "
+              f"connections; p50 at 1 connection {one_g.p50:.2f} vs {one_d.p50:.2f} ms "
+              f"(overhead {one_g.p50 - one_d.p50:+.2f} ms, goal <= {GOALS['overhead_ms']} ms)")
+    if "get" in ops:
+        rps = results[("gateway", "get", connections)].rps
+        print(f"goal get: {rps:.0f}/s (goal >= {GOALS['get_rps']:.0f}/s)")
+    if "search" in ops:
+        rps = results[("gateway", "search", connections)].rps
+        print(f"goal search: {rps:.0f}/s (goal >= {GOALS['search_rps']:.0f}/s)")
+    if audit:
+        off = statistics.median(r.rps for r in audit["off"])
+        on = statistics.median(r.rps for r in audit["on"])
+        p50_off = statistics.median(r.p50 for r in audit["off"])
+        p50_on = statistics.median(r.p50 for r in audit["on"])
+        print(f"audit: add {off:.0f}/s off, {on:.0f}/s on: {off / on:.2f}x time per request "
+              f"(p50 {p50_off:.2f} vs {p50_on:.2f} ms; goal <= {GOALS['audit_ratio']}x)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

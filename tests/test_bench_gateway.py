@@ -1,0 +1,40 @@
+"""``bench/gateway.py`` in a smoke run: the gateway and the direct calls answer without errors,
+and the table, ratios and goal lines are printed."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    sys.path.insert(0, str(BENCH_DIR))  # the bench imports its sibling ``_embedded``
+    spec = importlib.util.spec_from_file_location("bench_gateway", BENCH_DIR / "gateway.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_small_run_measures_every_operation_without_errors(
+        bench: ModuleType, pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--url", pg_url, "--users", "2", "--memories", "50", "--seconds", "0.5",
+                       "--connections", "2", "--pool", "2", "--embedder", "hashing",
+                       "--python-load", "--audit"]) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(r"^(get|search|add)\s+(gateway|direct)\s+(\d+)\s+(\d+)\s+[\d.]+\s+[\d.]+"
+                      r"\s+[\d.]+\s+(\d+)$", out, re.MULTILINE)
+    assert len(rows) == 12, out
+    assert all(int(requests) > 0 for *_, requests, _ in rows), out
+    assert all(errors == "0" for *_, errors in rows), out
+    assert re.search(r"^goal get: \d+/s", out, re.MULTILINE), out
+    assert re.search(r"^audit: add \d+/s off, \d+/s on", out, re.MULTILINE), out
