@@ -91,7 +91,7 @@ def test_the_real_token_reaches_the_users_rows_through_the_database(
         listed = http.get("/v1/memories").json()["items"]
         assert [m["content"] for m in listed] == ["tess's secret"]
     with dds.owner_store(token_store[0]) as store:  # stored as the user the database verified
-        assert [(r.content, r.user_id) for r in store.list("memory", limit=None)
+        assert [(r.content, getattr(r, "user_id", None)) for r in store.list("memory", limit=None)
                 if r.content == "tess's secret"] == [("tess's secret", f"{IDP}:tess")]
 
 
