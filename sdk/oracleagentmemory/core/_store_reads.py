@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
-from oracleagentmemory.apis.records import PROFILE_TYPES, MessageRecord, Record
+from oracleagentmemory.apis.records import MEMORY_TYPES, PROFILE_TYPES, MessageRecord, Record
 from oracleagentmemory.core._records import MessageImages, message_image_owners, record_from_row
 from oracleagentmemory.core._validation import (
     check_bool,
@@ -96,12 +96,15 @@ class StoreReads:
         records = [record_from_row(r, images) for r in rows]
         return [r for r in records if isinstance(r, MessageRecord)]
 
-    def _memory_type(self, memory_id: str) -> str | None:
-        """The record type of the visible memory ``memory_id`` (the caller's own first), or
-        ``None``: one round trip, for the agent-memory client's lookups by memory id."""
+    def _memory_record(self, memory_id: str) -> Record | None:
+        """The visible memory ``memory_id`` of any memory type (the caller's own before a
+        global one of the same id), or ``None``: one round trip, for lookups by memory id."""
         with self._session() as session:
-            found = session.memory_types([memory_id]).get(memory_id, [])
-        return found[0][0] if found else None
+            rows = session.select_records_by_keys([("memory", memory_id)])
+        found = [row for (record_type, record_id), row in rows.items()
+                 if record_id == memory_id and record_type in MEMORY_TYPES]
+        found.sort(key=lambda row: row["user_id"] is None)
+        return record_from_row(found[0]) if found else None
 
 
 def _include_bytes(value: Any) -> bool:

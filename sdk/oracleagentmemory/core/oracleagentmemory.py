@@ -465,8 +465,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
 
     def _memory(self, memory_id: object, argument: str) -> Record:
         check_required_id(memory_id, argument)
-        record_type = self._store._memory_type(memory_id)
-        record = None if record_type is None else self._store.get(record_type, memory_id)
+        record = self._store._memory_record(memory_id)
         if isinstance(record, Record):
             return record
         raise RecordKeyError(f"no memory {memory_id!r}", argument=argument,
