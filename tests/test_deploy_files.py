@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from oam_gateway.settings import ENV_PREFIX, GatewaySettings, load_settings
 from pydantic import ValidationError
 
@@ -28,8 +29,6 @@ MULTI_TENANT = DEPLOY / "gateway.multi-tenant.example.toml"
 KUBERNETES_SETTINGS = KUBERNETES / "gateway.toml"
 SETTINGS_PATH_IN_IMAGE = "/etc/oam-gateway/gateway.toml"
 RUNTIME_URL = "postgresql://oam_runtime:s3cret-pw@db:5432/oam"
-
-yaml = pytest.importorskip("yaml", reason="PyYAML is not installed: the YAML files are unchecked")
 
 
 @pytest.fixture(autouse=True)
