@@ -123,6 +123,11 @@ def test_mcp_without_a_token_answers_401_pointing_at_the_metadata(gateway: LiveG
     served = post_initialize(gateway, gateway.token("mcp_auth"))
     assert served.status_code == 200, served.text
     assert served.json()["result"]["serverInfo"]["name"] == "oracle-agent-memory"
+    # A stateless server offers no event stream to GET: refused, never a 500.
+    stream = httpx.get(f"{gateway.url}/mcp", timeout=30, headers={
+        "Accept": "text/event-stream", "Authorization": f"Bearer {gateway.token('mcp_auth')}"})
+    assert stream.status_code == 405, stream.text
+    assert stream.headers["allow"] == "POST"
     # REST keeps its own challenge (no MCP pointer there).
     rest = httpx.get(f"{gateway.url}/v1/me", timeout=30)
     assert rest.status_code == 401 and "resource_metadata" not in rest.headers["www-authenticate"]

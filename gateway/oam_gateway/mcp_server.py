@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -102,7 +102,7 @@ async def get_memory(memory_id: str, ctx: Context) -> Annotated[CallToolResult, 
 
 async def update_memory(
     memory_id: str, ctx: Context, content: str | None = None,
-    metadata: Metadata | None = None, status: str | None = None,
+    metadata: Metadata | None = None, status: Literal["valid", "invalid"] | None = None,
 ) -> Annotated[CallToolResult, Record]:
     """Change a memory: its content, its metadata (replaced whole) or its status (valid or
     invalid); what is not given is kept."""
@@ -279,7 +279,8 @@ class McpGateway:
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         self.session_manager: StreamableHTTPSessionManager = self.server.session_manager
         self._transport = StreamableHTTPASGIApp(self.session_manager)
-        self.routes: list[BaseRoute] = [Route(MCP_PATH, self, name="mcp"),
+        # POST only: a stateless server offers no event stream (GET) and no session (DELETE).
+        self.routes: list[BaseRoute] = [Route(MCP_PATH, self, methods=["POST"], name="mcp"),
                                         *metadata_routes(settings.issuer)]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
