@@ -119,6 +119,8 @@ def start(data_dir: str | Path | None = None, *,
             _write_passfile(passfile, password)
         _log.info("starting embedded PostgreSQL in %s", pgdata)
         server = _wheel().get_server(pgdata, cleanup_mode=None)
+        if not is_running(pgdata):  # the wheel's handle, cached by this process, outlived a stop
+            server.ensure_postgres_running()
         info = server.get_postmaster_info()
         if _trust_lines(pgdata / "pg_hba.conf"):
             _migrate_from_trust(info, pgdata, passfile)

@@ -134,6 +134,7 @@ def _end_and_check(conn: psycopg.Connection[Any], command: str) -> None:
     never defined in the session; once the apply statement has run it is defined.
     """
     pgconn = conn.pgconn
+    results: list[pq.abc.PGresult] = []
     try:
         pgconn.send_query(f"{command}; SHOW oam.end_user_assertion".encode())
         results = _results(conn, pipeline=False)
@@ -145,10 +146,21 @@ def _end_and_check(conn: psycopg.Connection[Any], command: str) -> None:
         # COMMIT failed (the server rolled back) or the connection broke: check on its own,
         # discarding the connection if that fails, then report the original error.
         clear_security_context(conn)
-        if command == "COMMIT":
+        if command == "COMMIT" and not (conn.closed and _ended(results, command)):
             raise
+        # Committed, and the session then ended (the server shutting down, say): the
+        # assertion ended with it; the work is done and must be reported so.
         return
+    if conn.closed and _ended(results, command):
+        return  # the session ended after the COMMIT: nothing of it survives
     _discard_unless_cleared(conn, row)
+
+
+def _ended(results: list[pq.abc.PGresult], command: str) -> bool:
+    """Whether the first result says ``command`` completed (a COMMIT of an aborted
+    transaction answers ROLLBACK)."""
+    return (bool(results) and results[0].status == pq.ExecStatus.COMMAND_OK
+            and results[0].command_status == command.encode())
 
 
 def _results(conn: psycopg.Connection[Any], pipeline: bool) -> list[pq.abc.PGresult]:
@@ -203,6 +215,8 @@ def clear_security_context(conn: psycopg.Connection[Any]) -> None:
         else:
             row = ("unknown",)
     except psycopg.Error:
+        if conn.closed:
+            return  # the session ended: its settings, the assertion included, ended with it
         row = ("unknown",)
     _discard_unless_cleared(conn, row)
 
