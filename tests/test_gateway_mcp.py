@@ -407,5 +407,8 @@ def test_every_tool_call_leaves_one_audit_event(gateway: LiveGateway,
     assert missing["record_ids"] == ["no-such-memory"] and missing["result_count"] is None
     for event in (added, got, missing):
         assert event["tenant"] == "acme" and event["route"] == "/mcp"
-        assert event["method"] == "POST" and event["status"] == 200
+        assert event["method"] == "POST"
+    # A tool error rides on HTTP 200: the event tells the tool's own outcome.
+    assert (added["status"], added["outcome"]) == (200, "success")
+    assert (missing["status"], missing["outcome"]) == (404, "client-error")
     assert any(e["operation"] == "mcp.initialize" for e in audit_events(caplog))

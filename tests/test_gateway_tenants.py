@@ -14,13 +14,15 @@ from gateway_live import BOTH_SCOPES, VECTOR_DIM, serve
 from oam_gateway.app import create_app
 from oam_gateway.problems import problem_type
 from oam_gateway.settings import GatewaySettings
+from oam_gateway.tenant_settings import TenantSettings
 from pydantic import SecretStr, ValidationError
 
 
-def tenant(dds: DdsEnvironment, store_id: str) -> dict[str, Any]:
-    return {"database_url": SecretStr(dds.runtime_url), "memory_store_id": store_id,
-            "schema_owner": OWNER, "app_token": SecretStr(dds.token), "identity_provider": IDP,
-            "embedder": "hashing", "embedding_dimension": VECTOR_DIM, "pool_max_size": 2}
+def tenant(dds: DdsEnvironment, store_id: str) -> TenantSettings:
+    return TenantSettings(
+        database_url=SecretStr(dds.runtime_url), memory_store_id=store_id, schema_owner=OWNER,
+        app_token=SecretStr(dds.token), identity_provider=IDP, embedder="hashing",
+        embedding_dimension=VECTOR_DIM, pool_max_size=2)
 
 
 @pytest.fixture(scope="module")

@@ -78,19 +78,24 @@ class ToolRunner:
         event.operation = f"mcp.{tool}"
         token = otel_context.attach(request.scope.get(OTEL_CONTEXT_SCOPE_KEY,
                                                       otel_context.get_current()))
+        problem: Response | None
         try:
             response = await self._answer(request, operation, path or {}, query or {},
                                           body or {})
         except RequestRefused as refused:
-            return tool_error(problem_response(refused.status, refused.slug, refused.detail))
+            problem = problem_response(refused.status, refused.slug, refused.detail)
         except OracleAgentMemoryError as error:
-            return tool_error(sdk_problem(error, MCP_INSTANCE))
+            problem = sdk_problem(error, MCP_INSTANCE)
         except Exception as error:  # never a stack trace to the client
             _log.error("unhandled %s in MCP tool %s", type(error).__name__, tool)
-            return tool_error(problem_response(500, "internal-error",
-                                               "the gateway failed to answer"))
+            problem = problem_response(500, "internal-error", "the gateway failed to answer")
+        else:
+            problem = None
         finally:
             otel_context.detach(token)
+        if problem is not None:
+            event.status = problem.status_code  # the audit event tells the tool's outcome
+            return tool_error(problem)
         return tool_result(_json(response) if response.body else
                            {"deleted": event.result_count or 0})
 

@@ -26,6 +26,9 @@ class RequestEvent:
     result_count: int | None = None
     tenant: str | None = None
     end_user: str | None = None
+    status: int | None = None
+    """The operation's own status when the HTTP one does not tell it (an MCP tool error rides
+    on an HTTP 200); the audit event reports it in place of the HTTP status."""
 
     def touched(self, record_ids: Iterable[str]) -> None:
         """Add ``record_ids`` to the ids the request touched."""

@@ -92,6 +92,8 @@ def _event_line(scope: Scope, event: RequestEvent, status: int | None, started_a
                 seconds: float, root_path: str) -> str:
     principal = scope.get(PRINCIPAL_SCOPE_KEY)
     tenant, end_user = event.tenant, event.end_user
+    if event.status is not None:
+        status = event.status
     if isinstance(principal, Principal):
         tenant = tenant or principal.tenant
         end_user = end_user or principal.user_name
