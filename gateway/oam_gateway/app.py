@@ -49,7 +49,8 @@ def create_app(settings: GatewaySettings, verifier: TokenVerifier | None = None,
                endpoints: Sequence[Endpoint] = ENDPOINTS) -> Starlette:
     """The gateway for ``settings`` (keys from the settings unless ``verifier`` is given)."""
     token_verifier = verifier or TokenVerifier.from_settings(settings)
-    tenants = Tenants(settings.tenant_settings())
+    tenants = Tenants(settings.tenant_settings(),
+                      transaction_timeout_seconds=settings.limits.request_timeout_seconds)
     document = openapi_document(endpoints, PROTECTED_PREFIX, _version())
     page = docs_page(document)
 

@@ -22,6 +22,7 @@ from oracleagentmemory.errors import OracleAgentMemoryError
 from pydantic import SecretStr
 
 from oam_gateway.dev_state import DevState, default_state_dir
+from oam_gateway.request_log import configure_audit_log
 from oam_gateway.settings import GatewaySettings, load_settings
 
 DEV_ISSUER = "https://dev-issuer.oam.local"
@@ -83,6 +84,7 @@ def run_dev(args: argparse.Namespace) -> int:
     state_arg = "" if Path(args.state_dir) == default_state_dir() else str(state.directory)
     _progress(f"serving {base} (memory store {dev_provision.MEMORY_STORE_ID!r}); try:")
     print("\n".join(flow_lines(base, tokens, PRINTED_TOKEN_SECONDS, state_arg)), flush=True)
+    configure_audit_log(sys.stderr)  # stdout holds the lines above
     uvicorn.run(create_app(settings), host="127.0.0.1", port=args.port, log_level="info")
     return 0
 
@@ -94,6 +96,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from oam_gateway.app import create_app
 
     settings = load_settings(Path(args.settings) if args.settings else None)
+    configure_audit_log()  # one JSON line per request on standard output
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info")
     return 0
 

@@ -44,7 +44,8 @@ def shared_embedder(choice: EmbedderChoice, dimension: int) -> IEmbedder | None:
 class TenantRuntime:
     """One tenant's pool and client, and the end-user contexts of its callers."""
 
-    def __init__(self, name: str, settings: TenantSettings) -> None:
+    def __init__(self, name: str, settings: TenantSettings,
+                 transaction_timeout_seconds: float | None = None) -> None:
         self.name = name
         self.settings = settings
         self._app_token = settings.application_token()
@@ -53,11 +54,17 @@ class TenantRuntime:
                 f"tenant {name!r} has no application token (app_token or app_token_file)",
                 argument="app_token")
         seconds = max(1, math.ceil(settings.pool_timeout_seconds))
+        options: dict[str, Any] = {"connect_timeout": seconds}
+        if transaction_timeout_seconds is not None:
+            # The database ends a transaction that outlives the request's deadline, so a
+            # request answered 504 cannot commit afterwards in its worker thread.
+            milliseconds = max(1, math.ceil(transaction_timeout_seconds * 1000))
+            options["options"] = f"-c transaction_timeout={milliseconds}"
         self.pool: ConnectionPool[Any] = ConnectionPool(
             settings.database_url.get_secret_value(), min_size=settings.pool_min_size,
             max_size=settings.pool_max_size, timeout=settings.pool_timeout_seconds,
             reconnect_timeout=max(30.0, settings.pool_timeout_seconds),
-            name=f"oam-gateway-{name}", kwargs={"connect_timeout": seconds}, open=False)
+            name=f"oam-gateway-{name}", kwargs=options, open=False)
         self._client: OracleAgentMemory | None = None
         self._lock = asyncio.Lock()
 
@@ -114,8 +121,10 @@ class TenantRuntime:
 class Tenants:
     """Every tenant's runtime, by name."""
 
-    def __init__(self, settings: dict[str, TenantSettings]) -> None:
-        self._runtimes = {name: TenantRuntime(name, tenant) for name, tenant in settings.items()}
+    def __init__(self, settings: dict[str, TenantSettings],
+                 transaction_timeout_seconds: float | None = None) -> None:
+        self._runtimes = {name: TenantRuntime(name, tenant, transaction_timeout_seconds)
+                          for name, tenant in settings.items()}
 
     def __getitem__(self, name: str) -> TenantRuntime:
         return self._runtimes[name]
