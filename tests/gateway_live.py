@@ -1,6 +1,7 @@
 """A running gateway over a protected store, for tests that call it over real HTTP.
 
-:func:`serve` runs an app with uvicorn (lifespan on) in a thread on a free loopback port.
+:func:`serve` runs an app with uvicorn (lifespan on) in a thread on a free loopback port
+(``gateway_harness.live_server``).
 :class:`LiveGateway` is a gateway for one protected store of the Deep Data Security test
 environment (``tests/dds.py``): tenant ``acme``, callers are users of the test identity provider
 vouched for by application ``gw``, the hashing embedder; :meth:`LiveGateway.client` is an
@@ -10,9 +11,6 @@ vouched for by application ``gw``, the hashing embedder; :meth:`LiveGateway.clie
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 from dds import AUDIENCE, GROUP, IDP, ISSUER, DdsEnvironment
+from gateway_harness import live_server
 from oam_gateway.app import create_app
 from oam_gateway.settings import GatewaySettings
 from pydantic import SecretStr
@@ -33,23 +31,9 @@ BOTH_SCOPES = "memory:read memory:write"
 
 @contextmanager
 def serve(app: ASGIApp) -> Iterator[str]:
-    """Serve ``app`` with uvicorn in a thread on a free loopback port; yield its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        sock.close()
+    """Serve ``app`` (lifespan on, as in production) on a free loopback port; yield its URL."""
+    with live_server(app) as url:
+        yield url
 
 
 def gateway_settings(dds: DdsEnvironment, store_id: str, jwks_file: Path,

@@ -12,8 +12,6 @@ import base64
 import hashlib
 import hmac
 import json
-import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
+from gateway_harness import live_server as harness_server
 from joserfc import jwt
 from joserfc.jwk import OctKey
 from oam_gateway.app import create_app
@@ -42,23 +40,9 @@ UNREACHABLE_URL = "postgresql://nobody@127.0.0.1:1/nowhere"
 
 @contextmanager
 def live_server(app: Starlette) -> Iterator[str]:
-    """Serve ``app`` with uvicorn in a thread on a free loopback port; yield its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
+    """Serve ``app`` with uvicorn in a thread (no lifespan: these tests open no pool)."""
+    with harness_server(app, lifespan="off") as url:
+        yield url
 
 
 def write_jwks(path: Path, *keys: dict[str, Any]) -> Path:
