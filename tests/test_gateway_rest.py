@@ -134,6 +134,16 @@ def test_relations_link_the_callers_memories(gateway: LiveGateway) -> None:
             "source_record_id": a, "source_record_type": "memory", "target_record_id": b,
             "target_record_type": "memory", "relation_type": "supports"})
         assert made.status_code == 201, made.text
+        again = problem(http.post("/v1/relations", json={
+            "source_record_id": a, "source_record_type": "memory", "target_record_id": b,
+            "target_record_type": "memory", "relation_type": "contradicts"}), 409,
+            "duplicate-relation")
+        assert "_uq" not in again["detail"] and "Key (" not in again["detail"]  # no internals
+        reused = problem(http.post("/v1/relations", json={
+            "source_record_id": b, "source_record_type": "memory", "target_record_id": a,
+            "target_record_type": "memory", "relation_type": "x",
+            "relation_id": made.json()["id"]}), 409, "duplicate-relation")
+        assert "_uq" not in reused["detail"] and "Key (" not in reused["detail"]
         listed = http.get("/v1/relations").json()["items"]
         assert [r["id"] for r in listed] == [made.json()["id"]]
         assert http.delete(f"/v1/relations/{made.json()['id']}").status_code == 204

@@ -56,12 +56,17 @@ def insert_relations(conn: psycopg.Connection[Any], names: StoreNames,
                   None if r.metadata is None else Jsonb(r.metadata)) for r in rows],
             )
     except errors.UniqueViolation as exc:
-        detail = exc.diag.message_detail or str(exc)
-        clashing_id = None
+        # Our own words: the server's text names internal indexes and echoes key values.
+        detail = exc.diag.message_detail or ""
         if (exc.diag.constraint_name or "").endswith("_owner_id_uq"):
             clashing_id = next((r.id for r in rows if detail.endswith(
                 f", {r.id}) already exists.")), None)
-        raise DuplicateRelationError(detail, record_id=clashing_id) from exc
+            message = (f"a relation with id {clashing_id!r} already exists"
+                       if clashing_id is not None else "a relation with this id already exists")
+            raise DuplicateRelationError(message, record_id=clashing_id) from exc
+        raise DuplicateRelationError(
+            "these two memories are already related (one relation per pair of memories)"
+        ) from exc
 
 
 def select_relations(conn: psycopg.Connection[Any], names: StoreNames,
