@@ -609,3 +609,39 @@ def test_sealing_waits_for_writers_in_flight(dds: Any, audited: str) -> None:
     sealed_ids = {r.record_id for r in rows(dds, audited) if r.id <= done[0][-1].last_id}
     assert {"slow", "fast"} <= sealed_ids
     assert verify_write_audit(dds.owner_url, OWNER, audited, PUBLIC).ok
+
+
+@pytest.mark.parametrize("turn_on", [False, True])
+def test_switching_the_audit_gives_way_to_a_writer_instead_of_deadlocking(
+        dds: Any, audited: str, turn_on: bool) -> None:
+    """A writer holds a late record table and then reads an early one while the admin switches
+    the audit: the admin waits and retries; neither side fails (no deadlock victim)."""
+    if turn_on:
+        disable_write_audit(dds.owner_url, OWNER, audited)
+    holding = threading.Event()
+    failures: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            with runtime_tx(dds, "alice") as conn:
+                conn.execute(sql.SQL("INSERT INTO {} (id, record_type, user_id, content) VALUES "
+                                     "('busy', 'memory', 'alice', 'x')").format(
+                                         table(audited, "memory")))
+                holding.set()
+                time.sleep(0.3)  # the admin is waiting on the memory table by now
+                conn.execute(sql.SQL("SELECT count(*) FROM {}").format(table(audited, "thread")))
+        except BaseException as error:  # reported below
+            failures.append(error)
+            holding.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert holding.wait(30)
+    switch = enable_write_audit if turn_on else disable_write_audit
+    status = switch(dds.owner_url, OWNER, audited)
+    thread.join(30)
+    assert failures == []
+    assert status.enabled is turn_on
+    with psycopg.connect(dds.owner_url) as conn:  # the writer's row committed
+        assert conn.execute(sql.SQL("SELECT count(*) FROM {} WHERE id = 'busy'").format(
+            table(audited, "memory"))).fetchone() == (1,)

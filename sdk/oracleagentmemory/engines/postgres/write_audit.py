@@ -8,6 +8,7 @@ policy administrator can both seal and read them, and the runtime login can do n
 
 from __future__ import annotations
 
+import time
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -19,6 +20,7 @@ from psycopg import sql
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, StoreNames
 from oracleagentmemory.engines.postgres import audit_sql
 from oracleagentmemory.engines.postgres import deepsec_admin as sql_admin
+from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.security_admin import connect_admin
 from oracleagentmemory.engines.write_audit import (
     AuditInstallation,
@@ -35,6 +37,10 @@ from oracleagentmemory.errors import (
 )
 
 _STREAM_ROWS = 5000
+LOCK_WAIT_MS = 500
+"""How long one attempt waits for the record tables' locks (under ``deadlock_timeout``, 1 s by
+default, so the admin gives way first)."""
+LOCK_ATTEMPTS = 20
 
 
 def _row(values: Sequence[Any]) -> AuditRow:
@@ -93,8 +99,30 @@ class PostgresWriteAuditAdmin(WriteAuditAdmin):
                 "their write audit as that schema owner or a member of it")
         self._conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(owner)))
 
+    def _lock_record_tables(self, names: StoreNames) -> None:
+        """Take every record table's exclusive lock before any trigger DDL, giving way to
+        traffic: each attempt waits at most :data:`LOCK_WAIT_MS`, shorter than the server's
+        deadlock check, so a deadlock with a writer never aborts the writer; then it retries
+        (the admin waits up to :data:`LOCK_ATTEMPTS` attempts, then gives up)."""
+        tables = sql.SQL(", ").join(q.table(names, t) for t in MANAGED_TABLES)
+        for attempt in range(LOCK_ATTEMPTS):
+            try:
+                with self._conn.transaction():  # a savepoint: a timed-out attempt undoes itself
+                    self._conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(
+                        sql.Literal(f"{LOCK_WAIT_MS}ms")))
+                    self._conn.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(
+                        tables))
+                    self._conn.execute("SET LOCAL lock_timeout = 0")
+                return
+            except psycopg.errors.LockNotAvailable:
+                time.sleep(min(2.0, 0.05 * 2 ** attempt))
+        raise OperationTimeoutError(
+            f"the tables of memory store {names.store_key!r} stayed busy: changing their write "
+            "audit needs a moment without writes; retry")
+
     def install(self, names: StoreNames) -> None:
         self._as_table_owner(names)
+        self._lock_record_tables(names)
         for statement in audit_sql.install_statements(names):
             self._conn.execute(statement)
         self._conn.execute(audit_sql.audit_event_statement(names, "audit_enabled"))
@@ -102,6 +130,7 @@ class PostgresWriteAuditAdmin(WriteAuditAdmin):
 
     def remove_triggers(self, names: StoreNames) -> None:
         self._as_table_owner(names)
+        self._lock_record_tables(names)
         for statement in audit_sql.drop_trigger_statements(names):
             self._conn.execute(statement)
         if self._audit_table_exists(names):
