@@ -332,6 +332,10 @@ def run_direct(op: str, client: OracleAgentMemory, app_token: str, work: Workloa
     errors = 0
     lock = threading.Lock()
     deadline = time.perf_counter() + seconds
+    # One context per end user, reused, as an application keeps one per signed-in user (and
+    # as the gateway does).
+    contexts = {user: create_end_user_security_context(
+        app_token, IdentityProviderUser(user.split(":", 1)[1], (GROUP,), IDP)) for user in users}
 
     def worker(index: int) -> None:
         nonlocal errors
@@ -341,13 +345,10 @@ def run_direct(op: str, client: OracleAgentMemory, app_token: str, work: Workloa
         while time.perf_counter() < deadline:
             n += threads
             user = users[n % len(users)]
-            subject = user.split(":", 1)[1]
             task = direct_work(op, client, user, work, n)
             started = time.perf_counter()
             try:
-                context = create_end_user_security_context(
-                    app_token, IdentityProviderUser(subject, (GROUP,), IDP))
-                with OracleMemoryEndUserSecurityContext(context):
+                with OracleMemoryEndUserSecurityContext(contexts[user]):
                     task()
             except Exception:
                 failed += 1

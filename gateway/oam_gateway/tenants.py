@@ -12,6 +12,9 @@ import asyncio
 import functools
 import logging
 import math
+import threading
+import time
+from collections import OrderedDict
 from typing import Any
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
@@ -29,6 +32,11 @@ from oam_gateway.principal import Principal
 from oam_gateway.tenant_settings import EmbedderChoice, TenantSettings
 
 _log = logging.getLogger(__name__)
+
+CONTEXT_CACHE_SIZE = 10_000
+"""How many callers' end-user contexts a tenant keeps (least recently used dropped first)."""
+CONTEXT_REUSE_SECONDS = 300.0
+"""How long a caller's context is reused (its assertion renews itself at half its lifetime)."""
 
 
 @functools.cache
@@ -67,13 +75,38 @@ class TenantRuntime:
             name=f"oam-gateway-{name}", kwargs=options, open=False)
         self._client: OracleAgentMemory | None = None
         self._lock = asyncio.Lock()
+        self._contexts: OrderedDict[tuple[str, str, tuple[str, ...]], tuple[Any, float]] = (
+            OrderedDict())
+        self._contexts_lock = threading.Lock()
 
     def open(self) -> None:
         """Start the pool (connections open in the background; requests wait for them)."""
         self.pool.open(wait=False)  # a no-op when it is open
 
     def security_context(self, principal: Principal) -> Any:
-        """The end-user security context of ``principal`` for this tenant's database."""
+        """The end-user security context of ``principal`` for this tenant's database.
+
+        The same caller (subject and groups; in token mode, the same token) gets the same
+        context for :data:`CONTEXT_REUSE_SECONDS`: its signed assertion is then one the
+        database has verified before, which saves the verification on every request.
+        """
+        key = (principal.token if self.settings.end_user_mode == "token" else "",
+               principal.subject, principal.groups)
+        now = time.monotonic()
+        with self._contexts_lock:
+            cached = self._contexts.get(key)
+            if cached is not None and cached[1] > now:
+                self._contexts.move_to_end(key)
+                return cached[0]
+        context = self._new_context(principal)
+        with self._contexts_lock:
+            self._contexts[key] = (context, now + CONTEXT_REUSE_SECONDS)
+            self._contexts.move_to_end(key)
+            while len(self._contexts) > CONTEXT_CACHE_SIZE:
+                self._contexts.popitem(last=False)
+        return context
+
+    def _new_context(self, principal: Principal) -> Any:
         mode = self.settings.end_user_mode
         identity: Any
         if mode == "token":
