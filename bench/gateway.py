@@ -116,7 +116,7 @@ def load_store(env: DdsEnvironment, users: int, per_user: int, dimension: int,
 # --- the gateway process ----------------------------------------------------------------------
 @contextmanager
 def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: int,
-                    embedder: str, dimension: int) -> Iterator[str]:
+                    embedder: str, dimension: int, workers: int = 1) -> Iterator[str]:
     """``oam-gateway serve`` for the store, on a free port; yields its base URL."""
     jwks = directory / "jwks.json"
     jwks.write_text(json.dumps(env.issuer.jwks()), encoding="utf-8")
@@ -133,7 +133,7 @@ def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: i
         "[limits]", 'rate_limit = "100000000/minute"', "max_k = 100", ""]), encoding="utf-8")
     port = _free_port()
     command = [str(Path(sys.executable).with_name("oam-gateway")), "serve", "--settings",
-               str(settings), "--port", str(port)]
+               str(settings), "--port", str(port), "--workers", str(workers)]
     env_vars = {**os.environ, "OAM_GATEWAY_DATABASE_URL": env.runtime_url}
     process = subprocess.Popen(command, env=env_vars, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
@@ -403,7 +403,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--memories", type=int, default=10_000, help="memories per user")
     parser.add_argument("--seconds", type=float, default=10.0, help="each measured run")
     parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--pool", type=int, default=8, help="the tenant's pool size")
+    parser.add_argument("--pool", type=int, default=8,
+                        help="the tenant's pool size (per gateway worker)")
+    parser.add_argument("--workers", type=int, default=1, help="gateway worker processes")
     parser.add_argument("--embedder", choices=("wordllama", "hashing"), default="wordllama")
     parser.add_argument("--ops", default=",".join(OPS), help="comma-separated: get,search,add")
     parser.add_argument("--audit", action="store_true",
@@ -437,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         directory = Path(tmp)
         results: dict[tuple[str, str, int], Run] = {}
         with gateway_process(env, store_id, directory, args.pool, args.embedder,
-                             dimension) as base, \
+                             dimension, args.workers) as base, \
                 direct_client(env, store_id, args.pool, args.embedder, dimension) as client:
             for op in ops:
                 for connections in (args.connections, 1):

@@ -365,7 +365,9 @@ def test_token_mints_a_token_of_the_dev_issuer(tmp_path: Path) -> None:
     assert read_only["groups"] == []  # not a demo user (no users.json yet): no groups
 
 
-def test_serve_runs_the_gateway_of_a_settings_file(pg_url: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_runs_the_gateway_of_a_settings_file(pg_url: str, tmp_path: Path,
+                                                   workers: int) -> None:
     issuer = DevIssuer.create(tmp_path / "issuer", "https://issuer.serve.test")
     jwks = tmp_path / "jwks.json"
     jwks.write_text(json.dumps(issuer.jwks()), encoding="utf-8")
@@ -378,8 +380,8 @@ def test_serve_runs_the_gateway_of_a_settings_file(pg_url: str, tmp_path: Path) 
     env = {**os.environ, "OAM_GATEWAY_DATABASE_URL": pg_url,  # the secrets from the environment
            "OAM_GATEWAY_APP_TOKEN": "oamapp.unused.unused"}
     process = subprocess.Popen([GATEWAY, "serve", "--settings", str(settings), "--port",
-                                str(port)], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+                                str(port), "--workers", str(workers)], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -393,8 +395,10 @@ def test_serve_runs_the_gateway_of_a_settings_file(pg_url: str, tmp_path: Path) 
             assert time.monotonic() < deadline, "serve did not start"
             time.sleep(0.1)
         token = issuer.token("erin", audience="serve-aud", scope="memory:read")
-        me = httpx.get(f"{base}/v1/me", headers={"Authorization": f"Bearer {token}"},
-                       timeout=10)
+        for _ in range(4 * workers):  # every worker process answers the same
+            me = httpx.get(f"{base}/v1/me", headers={"Authorization": f"Bearer {token}"},
+                           timeout=10)
+            assert me.status_code == 200, me.text
         assert me.json() == {"user_name": "erin", "groups": [], "tenant": "from-file",
                              "subject": "erin", "scopes": ["memory:read"]}
         assert httpx.get(f"{base}/readyz", timeout=10).status_code == 200

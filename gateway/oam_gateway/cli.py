@@ -12,6 +12,7 @@ private key is on this machine.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -96,6 +97,14 @@ def run_serve(args: argparse.Namespace) -> int:
     from oam_gateway.app import create_app
 
     settings = load_settings(Path(args.settings) if args.settings else None)
+    if args.workers > 1:  # each worker process loads the settings again and builds its app
+        from oam_gateway.asgi import SETTINGS_FILE_ENV
+
+        if args.settings:
+            os.environ[SETTINGS_FILE_ENV] = str(Path(args.settings).resolve())
+        uvicorn.run("oam_gateway.asgi:app_from_environment", factory=True,
+                    workers=args.workers, host=args.host, port=args.port, log_level="info")
+        return 0
     configure_audit_log()  # one JSON line per request on standard output
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info")
     return 0
@@ -121,6 +130,8 @@ def parser() -> argparse.ArgumentParser:
                        help="a TOML settings file (OAM_GATEWAY_* variables override it)")
     serve.add_argument("--host", default="127.0.0.1", help="the address (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="the port (default: 8080)")
+    serve.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="worker processes (default: 1; each has its own pools and caches)")
     dev = commands.add_parser("dev", help="provision a demo tenant on the embedded database "
                                           "and serve it on 127.0.0.1")
     dev.add_argument("--port", type=int, default=8080, help="the port (default: 8080)")
