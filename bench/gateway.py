@@ -135,8 +135,10 @@ def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: i
     command = [str(Path(sys.executable).with_name("oam-gateway")), "serve", "--settings",
                str(settings), "--port", str(port), "--workers", str(workers)]
     env_vars = {**os.environ, "OAM_GATEWAY_DATABASE_URL": env.runtime_url}
-    process = subprocess.Popen(command, env=env_vars, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+    log_path = directory / "gateway.log"  # a file, not a pipe nobody drains
+    log = log_path.open("w", encoding="utf-8")
+    process = subprocess.Popen(command, env=env_vars, stdout=subprocess.DEVNULL, stderr=log,
+                               text=True)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -147,7 +149,8 @@ def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: i
             except httpx.TransportError:
                 pass
             if process.poll() is not None:
-                raise RuntimeError(f"the gateway did not start: {process.communicate()[1]}")
+                raise RuntimeError("the gateway did not start: "
+                                   f"{log_path.read_text(encoding='utf-8')[-2000:]}")
             if time.monotonic() > deadline:
                 raise RuntimeError("the gateway did not start in 120 s")
             time.sleep(0.1)
@@ -158,6 +161,7 @@ def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: i
             process.wait(30)
         except subprocess.TimeoutExpired:
             process.kill()
+        log.close()
 
 
 def _free_port() -> int:

@@ -86,7 +86,8 @@ def run_dev(args: argparse.Namespace) -> int:
     _progress(f"serving {base} (memory store {dev_provision.MEMORY_STORE_ID!r}); try:")
     print("\n".join(flow_lines(base, tokens, PRINTED_TOKEN_SECONDS, state_arg)), flush=True)
     configure_audit_log(sys.stderr)  # stdout holds the lines above
-    uvicorn.run(create_app(settings), host="127.0.0.1", port=args.port, log_level="info")
+    uvicorn.run(create_app(settings), host="127.0.0.1", port=args.port, log_level="info",
+                access_log=False)  # the audit events are the access log
     return 0
 
 
@@ -103,10 +104,12 @@ def run_serve(args: argparse.Namespace) -> int:
         if args.settings:
             os.environ[SETTINGS_FILE_ENV] = str(Path(args.settings).resolve())
         uvicorn.run("oam_gateway.asgi:app_from_environment", factory=True,
-                    workers=args.workers, host=args.host, port=args.port, log_level="info")
+                    workers=args.workers, host=args.host, port=args.port, log_level="info",
+                    access_log=False)
         return 0
     configure_audit_log()  # one JSON line per request on standard output
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info")
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="info",
+                access_log=False)  # the audit events are the access log
     return 0
 
 
