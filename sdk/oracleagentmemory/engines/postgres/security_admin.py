@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from oam_policies.model import DataRolePolicy
@@ -51,15 +51,19 @@ def connect_admin(url: str) -> psycopg.Connection[Any]:
                  "one) and that the URL is right") from exc
 
 
-class PostgresSecurityAdmin(SecurityAdmin):
-    """Security administration on one psycopg connection."""
+_Admin = TypeVar("_Admin", bound="AdminConnection")
+
+
+class AdminConnection:
+    """One psycopg connection of the admin identity: given (left open) or opened from a URL
+    (closed by :meth:`close`), with :meth:`transaction` around a unit of admin work."""
 
     def __init__(self, conn: psycopg.Connection[Any], *, owned: bool) -> None:
         self._conn = conn
         self._owned = owned
 
     @classmethod
-    def for_connection(cls, connection: object) -> PostgresSecurityAdmin:
+    def for_connection(cls: type[_Admin], connection: object) -> _Admin:
         """Bind to a psycopg connection (left open) or connect to a URL (closed on exit)."""
         if isinstance(connection, str):
             return cls(connect_admin(connection), owned=True)
@@ -80,6 +84,10 @@ class PostgresSecurityAdmin(SecurityAdmin):
     def close(self) -> None:
         if self._owned:
             self._conn.close()
+
+
+class PostgresSecurityAdmin(AdminConnection, SecurityAdmin):
+    """Security administration on one psycopg connection."""
 
     def session_identity(self) -> str:
         return sql_admin.session_identity(self._conn)

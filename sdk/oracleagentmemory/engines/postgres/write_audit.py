@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +20,7 @@ from oracleagentmemory.engines.identifiers import MANAGED_TABLES, StoreNames
 from oracleagentmemory.engines.postgres import audit_sql
 from oracleagentmemory.engines.postgres import deepsec_admin as sql_admin
 from oracleagentmemory.engines.postgres import names as q
-from oracleagentmemory.engines.postgres.security_admin import connect_admin
+from oracleagentmemory.engines.postgres.security_admin import AdminConnection
 from oracleagentmemory.engines.write_audit import (
     AuditInstallation,
     AuditRow,
@@ -32,7 +31,6 @@ from oracleagentmemory.engines.write_audit import (
 )
 from oracleagentmemory.errors import (
     InvalidArgumentError,
-    InvalidArgumentTypeError,
     OperationTimeoutError,
 )
 
@@ -47,35 +45,8 @@ def _row(values: Sequence[Any]) -> AuditRow:
     return AuditRow(*values[:12])
 
 
-class PostgresWriteAuditAdmin(WriteAuditAdmin):
+class PostgresWriteAuditAdmin(AdminConnection, WriteAuditAdmin):
     """Write-audit administration on one psycopg connection."""
-
-    def __init__(self, conn: psycopg.Connection[Any], *, owned: bool) -> None:
-        self._conn = conn
-        self._owned = owned
-
-    @classmethod
-    def for_connection(cls, connection: object) -> PostgresWriteAuditAdmin:
-        """Bind to a psycopg connection (left open) or connect to a URL (closed on exit)."""
-        if isinstance(connection, str):
-            return cls(connect_admin(connection), owned=True)
-        if not isinstance(connection, psycopg.Connection):
-            raise InvalidArgumentTypeError(
-                "connection must be a psycopg Connection or a postgresql:// URL of the admin "
-                f"identity, got {type(connection).__name__}", argument="connection")
-        return cls(connection, owned=False)
-
-    def transaction(self) -> AbstractContextManager[None]:
-        return self._transaction()
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        with self._conn.transaction():
-            yield
-
-    def close(self) -> None:
-        if self._owned:
-            self._conn.close()
 
     def store_exists(self, names: StoreNames) -> bool:
         return sql_admin.store_exists(self._conn, names)
