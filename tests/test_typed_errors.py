@@ -166,3 +166,19 @@ def test_a_relation_to_a_missing_record_names_it(pg_url: str) -> None:
         assert len(store.add_relations("m1", "memory", "m2", "memory", "supports")) == 1
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("where", ["content", "metadata value", "metadata key"])
+def test_a_nul_character_is_an_invalid_argument_not_a_database_error(
+        store: OracleDBMemoryStore, where: str) -> None:
+    content, metadata = "ok", {"k": "v"}
+    if where == "content":
+        content = "a\x00b"
+    elif where == "metadata value":
+        metadata = {"k": "a\x00b"}
+    else:
+        metadata = {"a\x00b": "v"}
+    store.add(["positive control"], "memory", metadata={"k": "v"})  # the same call works
+    with pytest.raises(InvalidArgumentError, match="NUL"):
+        store.add([content], "memory", metadata=metadata)
+    assert [r.content for r in store.list("memory")] == ["positive control"]

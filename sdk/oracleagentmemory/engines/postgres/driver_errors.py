@@ -11,6 +11,7 @@ from psycopg_pool import PoolClosed, PoolTimeout
 from oracleagentmemory.errors import (
     DatabaseError,
     DatabaseUnavailableError,
+    InvalidArgumentError,
     MemoryStoreSchemaError,
     NotPermittedError,
     OperationTimeoutError,
@@ -45,6 +46,12 @@ def translate(exc: psycopg.Error | PoolTimeout | PoolClosed) -> OracleAgentMemor
         return MemoryStoreSchemaError(
             f"the store's managed objects are missing or not visible to this database user "
             f"(check memory_store_id and schema_owner, and that the store was created): {detail}")
+    if isinstance(exc, (pg.CharacterNotInRepertoire, pg.UntranslatableCharacter)) or (
+            isinstance(exc, psycopg.DataError) and "NUL" in detail):
+        # Text and JSON cannot hold U+0000: the caller's value, not the database, is at fault.
+        return InvalidArgumentError(
+            "a text or metadata value holds a character the database cannot store (NUL, "
+            "U+0000, or an invalid byte sequence)")
     if isinstance(exc, pg.QueryCanceled):
         return OperationTimeoutError(f"the database cancelled the statement ({detail})")
     return DatabaseError(f"database error: {detail}")
