@@ -58,7 +58,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from _embedded import add_server_arguments, bench_server  # noqa: E402
 from dds import AUDIENCE, GROUP, IDP, ISSUER, OWNER, DdsEnvironment, setup_environment  # noqa: E402
-from oam_gateway.endpoints import Call  # noqa: E402,F401  (the work functions' home)
 from oam_gateway.rest_memories import memory  # noqa: E402
 from oam_gateway.tenants import shared_embedder  # noqa: E402
 from oracleagentmemory.core import OracleAgentMemory, OracleDBMemoryStore, SchemaPolicy  # noqa: E402
