@@ -113,10 +113,9 @@ def load_store(env: DdsEnvironment, users: int, per_user: int, dimension: int,
 
 
 # --- the gateway process ----------------------------------------------------------------------
-@contextmanager
-def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: int,
-                    embedder: str, dimension: int, workers: int = 1) -> Iterator[str]:
-    """``oam-gateway serve`` for the store, on a free port; yields its base URL."""
+def write_settings(env: DdsEnvironment, store_id: str, directory: Path, pool: int,
+                   embedder: str, dimension: int) -> Path:
+    """The gateway's settings file for the store (keys and application token beside it)."""
     jwks = directory / "jwks.json"
     jwks.write_text(json.dumps(env.issuer.jwks()), encoding="utf-8")
     token_file = directory / "app-token"
@@ -130,6 +129,14 @@ def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: i
         f'embedder = "{embedder}"', f"embedding_dimension = {dimension}",
         f"pool_min_size = {pool}", f"pool_max_size = {pool}", "tenant = \"bench\"",
         "[limits]", 'rate_limit = "100000000/minute"', "max_k = 100", ""]), encoding="utf-8")
+    return settings
+
+
+@contextmanager
+def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: int,
+                    embedder: str, dimension: int, workers: int = 1) -> Iterator[str]:
+    """``oam-gateway serve`` for the store, on a free port; yields its base URL."""
+    settings = write_settings(env, store_id, directory, pool, embedder, dimension)
     port = _free_port()
     command = [str(Path(sys.executable).with_name("oam-gateway")), "serve", "--settings",
                str(settings), "--port", str(port), "--workers", str(workers)]
