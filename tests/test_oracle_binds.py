@@ -18,6 +18,7 @@ from oracleagentmemory.engines.oracle.binds import (
     json_input_sizes,
     keyword_query,
     timestamp_bind,
+    timestamp_input_sizes,
     utc_from_fetch,
     utc_timestamp_sql,
     vector_bind,
@@ -91,7 +92,8 @@ def test_aware_timestamps_become_naive_utc() -> None:
     assert timestamp_bind(zoned) == datetime(2026, 3, 29, 1, 30)
     assert timestamp_bind(zoned).tzinfo is None  # type: ignore[union-attr]
     assert timestamp_bind(None) is None
-    assert utc_timestamp_sql("created_at") == "FROM_TZ(:created_at, 'UTC')"
+    assert utc_timestamp_sql("created_at") == "FROM_TZ(CAST(:created_at AS TIMESTAMP), 'UTC')"
+    assert timestamp_input_sizes("a") == {"a": oracledb.DB_TYPE_TIMESTAMP}
     assert utc_from_fetch(datetime(2026, 3, 29, 1, 30)) == zoned
     assert utc_from_fetch(zoned).tzinfo is timezone.utc  # type: ignore[union-attr]
 
@@ -170,3 +172,10 @@ def test_positive_control_the_checker_catches_an_unescaped_operator() -> None:
 def test_keyword_query_wants_a_string() -> None:
     with pytest.raises(InvalidArgumentTypeError):
         keyword_query(None)  # type: ignore[arg-type]
+
+
+def test_the_utc_timestamp_sql_parses() -> None:
+    import sqlglot
+    from sqlglot import exp
+    tree = sqlglot.parse_one(f"SELECT {utc_timestamp_sql('ts')} FROM dual", read="oracle")
+    assert isinstance(tree, exp.Select) and tree.find(exp.Cast) is not None

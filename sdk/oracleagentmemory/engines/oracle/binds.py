@@ -10,11 +10,14 @@ What python-oracledb needs, per kind of value:
   ``oracledb.DB_TYPE_JSON`` by ``cursor.setinputsizes`` (positionally, or by bind name:
   ``cursor.setinputsizes(metadata=oracledb.DB_TYPE_JSON)``, see :func:`json_input_sizes`);
   without it a dict is refused and a string would be stored as a JSON string scalar.
-* **Timestamps** (``TIMESTAMP WITH TIME ZONE`` columns): python-oracledb binds a ``datetime``
-  as ``TIMESTAMP`` and does not send its ``tzinfo``. :func:`timestamp_bind` turns an aware
-  datetime into the naive UTC wall clock; the SQL says which zone it is in with
-  ``FROM_TZ(:ts, 'UTC')`` (:func:`utc_timestamp_sql`). Reads select ``SYS_EXTRACT_UTC(col)``
-  and :func:`utc_from_fetch` attaches UTC again.
+* **Timestamps** (``TIMESTAMP WITH TIME ZONE`` columns): python-oracledb does not send a
+  ``datetime``'s ``tzinfo`` (an aware value lands as its wall clock, python-oracledb issues
+  #414 and discussion #528) and fetches such columns as naive datetimes (issue #373).
+  :func:`timestamp_bind` turns an aware datetime into the naive UTC wall clock, declared
+  ``DB_TYPE_TIMESTAMP`` (:func:`timestamp_input_sizes`, so fractional seconds are kept); the
+  SQL says which zone it is in with ``FROM_TZ(CAST(:ts AS TIMESTAMP), 'UTC')``
+  (:func:`utc_timestamp_sql`). Reads select ``SYS_EXTRACT_UTC(col)`` and
+  :func:`utc_from_fetch` attaches UTC again.
 * **Booleans**: Python ``bool`` (``DB_TYPE_BOOLEAN``, the SQL ``BOOLEAN`` type of 23ai and
   later); :func:`boolean_bind` refuses integers posing as booleans.
 
@@ -136,10 +139,17 @@ _BIND_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,127}")
 
 
 def utc_timestamp_sql(bind_name: str) -> str:
-    """``FROM_TZ(:name, 'UTC')``: the SQL that reads a :func:`timestamp_bind` value as UTC."""
+    """``FROM_TZ(CAST(:name AS TIMESTAMP), 'UTC')``: the SQL that reads a
+    :func:`timestamp_bind` value as UTC."""
     if not _BIND_NAME.fullmatch(bind_name):
         raise InvalidArgumentError(f"invalid bind name {bind_name!r}")
-    return f"FROM_TZ(:{bind_name}, 'UTC')"
+    return f"FROM_TZ(CAST(:{bind_name} AS TIMESTAMP), 'UTC')"
+
+
+def timestamp_input_sizes(*bind_names: str) -> dict[str, Any]:
+    """``cursor.setinputsizes(**timestamp_input_sizes("expires_at", ...))``: bind
+    :func:`timestamp_bind` values as ``TIMESTAMP`` (with fractional seconds)."""
+    return {name: oracledb.DB_TYPE_TIMESTAMP for name in bind_names}
 
 
 def utc_from_fetch(value: datetime | None) -> datetime | None:
