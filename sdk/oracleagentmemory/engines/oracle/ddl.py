@@ -177,7 +177,9 @@ def text_index(o: OracleObjects, search_index_sync: str) -> str:
 
     ``CTXSYS.EMPTY_STOPLIST``: every word is indexed, as PostgreSQL's ``simple`` text search
     configuration does (no stop words, no stemming; the default lexer ignores case). A
-    ``manual`` index sees new text only after ``CTX_DDL.SYNC_INDEX``.
+    ``manual`` index sees new text only after ``CTX_DDL.SYNC_INDEX``, run as the owner (the
+    Oracle 12.2 release notes, bug 24440670, limit the schema part of a name given to
+    ``CTX_DDL`` to 25 characters; the owner's own calls may leave it out).
     """
     sync = TEXT_INDEX_SYNC.get(search_index_sync)
     if sync is None:
