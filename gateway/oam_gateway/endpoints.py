@@ -8,7 +8,6 @@ the verified principal, the tenant's runtime, the validated body and query, and
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from oam_gateway.bridge import run_bridged
 from oam_gateway.limits import LimitSettings
 from oam_gateway.middleware_auth import principal_of
 from oam_gateway.models import OwnedBody
@@ -102,12 +102,14 @@ class Call:
         return self.request.query_params.get(name)
 
     async def sdk(self, work: Callable[[OracleAgentMemory], T]) -> T:
-        """Run ``work(client)`` in a worker thread inside the caller's end-user context."""
+        """Run ``work(client)`` inside the caller's end-user context, on the event loop with
+        its database waits awaited there (:func:`~oam_gateway.bridge.run_bridged`)."""
         context = self.runtime.security_context(self.principal)
         with operation_span(self.event.operation or "unknown"):
-            async with OracleMemoryEndUserSecurityContext(context):
+            async with self.runtime.operation_slots, \
+                    OracleMemoryEndUserSecurityContext(context):
                 client = await self.runtime.client()
-                return await asyncio.to_thread(work, client)
+                return await run_bridged(work, client)
 
 
 def json_response(model: BaseModel, status: int = 200) -> Response:

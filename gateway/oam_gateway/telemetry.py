@@ -209,6 +209,10 @@ def operation_span(operation: str) -> Iterator[None]:
 
 _instrument_lock = threading.Lock()
 _database_instrumented = False
+_connect_descriptors: dict[type, Any] = {}
+"""``connect`` of psycopg's connection classes as they were before instrumenting: the
+instrumentor's undo leaves a method bound to the base class, so a subclass's ``connect``
+(``oam_gateway.bridge.BridgedConnection``'s) would open base-class connections."""
 
 
 def instrument_database() -> None:
@@ -222,7 +226,10 @@ def instrument_database() -> None:
         if _database_instrumented:
             return
         use_stable_conventions()
+        import psycopg
         from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+        for cls in (psycopg.Connection, psycopg.AsyncConnection):
+            _connect_descriptors[cls] = cls.__dict__["connect"]
         PsycopgInstrumentor().instrument(tracer_provider=_ActiveTracerProvider(),
                                          enable_commenter=False, capture_parameters=False,
                                          skip_dep_check=True)
@@ -278,4 +285,7 @@ def uninstrument_database() -> None:
             return
         from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
         PsycopgInstrumentor().uninstrument()
+        for cls, descriptor in _connect_descriptors.items():
+            type.__setattr__(cls, "connect", descriptor)  # the classmethod itself, as before
+        _connect_descriptors.clear()
         _database_instrumented = False

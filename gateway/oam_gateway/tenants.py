@@ -28,6 +28,7 @@ from oracleagentmemory.core.embedders.wordllama_embedder import WordLlamaEmbedde
 from oracleagentmemory.errors import InvalidArgumentError
 from psycopg_pool import ConnectionPool
 
+from oam_gateway.bridge import BridgedConnection, BridgedPool
 from oam_gateway.principal import Principal
 from oam_gateway.tenant_settings import EmbedderChoice, TenantSettings
 
@@ -35,6 +36,8 @@ _log = logging.getLogger(__name__)
 
 CONTEXT_CACHE_SIZE = 10_000
 """How many callers' end-user contexts a tenant keeps (least recently used dropped first)."""
+TRANSACTION_TIMEOUT_GRACE_SECONDS = 1.0
+"""How much longer than the request timeout the database lets a transaction run."""
 CONTEXT_REUSE_SECONDS = 300.0
 """How long a caller's context is reused (its assertion renews itself at half its lifetime)."""
 
@@ -64,15 +67,23 @@ class TenantRuntime:
         seconds = max(1, math.ceil(settings.pool_timeout_seconds))
         options: dict[str, Any] = {"connect_timeout": seconds}
         if transaction_timeout_seconds is not None:
-            # The database ends a transaction that outlives the request's deadline, so a
-            # request answered 504 cannot commit afterwards in its worker thread.
-            milliseconds = max(1, math.ceil(transaction_timeout_seconds * 1000))
+            # A request past its deadline is cancelled at its pending database wait and its
+            # connection closed (oam_gateway.bridge), which rolls its transaction back. The
+            # database also ends any transaction that outlives the deadline by the grace, a
+            # backstop for work the gateway cannot cancel; the grace lets the gateway's own
+            # deadline come first, so the caller gets the 504 rather than a database error.
+            milliseconds = max(1, math.ceil(
+                (transaction_timeout_seconds + TRANSACTION_TIMEOUT_GRACE_SECONDS) * 1000))
             options["options"] = f"-c transaction_timeout={milliseconds}"
-        self.pool: ConnectionPool[Any] = ConnectionPool(
-            settings.database_url.get_secret_value(), min_size=settings.pool_min_size,
-            max_size=settings.pool_max_size, timeout=settings.pool_timeout_seconds,
+        # Requests run the SDK on the event loop (oam_gateway.bridge): the pool's connections
+        # await their I/O there, and waiting for a free connection never blocks the loop.
+        self.pool: ConnectionPool[Any] = BridgedPool(
+            settings.database_url.get_secret_value(), connection_class=BridgedConnection,
+            min_size=settings.pool_min_size, max_size=settings.pool_max_size,
+            timeout=settings.pool_timeout_seconds,
             reconnect_timeout=max(30.0, settings.pool_timeout_seconds),
             name=f"oam-gateway-{name}", kwargs=options, open=False)
+        self._slots: asyncio.Semaphore | None = None
         self._client: OracleAgentMemory | None = None
         self._lock = asyncio.Lock()
         self._contexts: OrderedDict[tuple[str, str, tuple[str, ...]], tuple[Any, float]] = (
@@ -121,6 +132,13 @@ class TenantRuntime:
                         for role in self.settings.group_roles.get(group, ())})
         assert self._app_token is not None
         return create_end_user_security_context(self._app_token, identity, roles or None)
+
+    @property
+    def operation_slots(self) -> asyncio.Semaphore:
+        """Admits at most one SDK operation per pooled connection at a time."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.settings.pool_max_size)
+        return self._slots
 
     async def client(self) -> OracleAgentMemory:
         """The tenant's client; opened on first use, inside the caller's active context."""

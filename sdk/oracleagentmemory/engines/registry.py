@@ -33,10 +33,12 @@ class EngineEntry:
     """Why the engine cannot be used in this release (``None``: it can)."""
 
     def accepts(self, source: object) -> bool:
-        """Whether ``source`` is one of this engine's connections, pools or URLs."""
+        """Whether ``source`` is one of this engine's connections, pools or URLs (a subclass of
+        a driver's connection or pool class counts: its classes include the driver's)."""
         if isinstance(source, str):
             return source.split("://", 1)[0] in self.url_schemes and "://" in source
-        return type(source).__module__.split(".", 1)[0] in self.driver_modules
+        return any(cls.__module__.split(".", 1)[0] in self.driver_modules
+                   for cls in type(source).__mro__)
 
     def load(self) -> type[Engine]:
         """Import the engine class (raises :class:`UnsupportedEngineError` when unavailable)."""
