@@ -167,8 +167,7 @@ def gateway_costs(settings_file: Path, database_url: str, tokens: dict[str, str]
                   ids: dict[str, list[str]], tasks: int, seconds: float
                   ) -> dict[str, tuple[float, float, int]]:
     """Requests/s and CPU per request of the gateway's ASGI app, ``tasks`` at a time."""
-    os.environ["OAM_GATEWAY_DATABASE_URL"] = database_url
-    app = create_app(load_settings(settings_file))
+    app = create_app(_settings_with_database(settings_file, database_url))
     users = list(tokens)
     paths: dict[str, Callable[[str, int], str]] = {
         "GET /v1/me (no database)": lambda user, n: "/v1/me",
@@ -220,6 +219,21 @@ def gateway_costs(settings_file: Path, database_url: str, tokens: dict[str, str]
         return results
 
     return uvloop.run(main())
+
+
+def _settings_with_database(settings_file: Path, database_url: str) -> Any:
+    """The settings of ``settings_file`` with the runtime login's URL (as ``bench/gateway.py``
+    passes it, by environment), leaving the environment as it was."""
+    name = "OAM_GATEWAY_DATABASE_URL"
+    saved = os.environ.get(name)
+    os.environ[name] = database_url
+    try:
+        return load_settings(settings_file)
+    finally:
+        if saved is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = saved
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

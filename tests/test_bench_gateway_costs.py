@@ -4,6 +4,7 @@ all succeed, and the ceiling line adds up the figures it names."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ def test_a_small_run_measures_every_cost(bench: ModuleType, tmp_path: Path,
     # which the session's server must keep for its tests.
     assert bench.main(["--data-dir", str(tmp_path / "pgdata"), "--users", "2", "--memories",
                        "20", "--iterations", "40", "--seconds", "0.5", "--tasks", "2"]) == 0
+    assert "OAM_GATEWAY_DATABASE_URL" not in os.environ  # later tests read their own settings
     out = capsys.readouterr().out
     costs = dict(re.findall(r"^  (.+?)\s+(\d+)\s+\d+\s+(?:\d+|n/a)$", out, re.MULTILINE))
     assert set(costs) >= {"SELECT 1 (one round trip)",
