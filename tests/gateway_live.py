@@ -11,6 +11,7 @@ vouched for by application ``gw``, the hashing embedder; :meth:`LiveGateway.clie
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 from dds import AUDIENCE, GROUP, IDP, ISSUER, DdsEnvironment
 from gateway_harness import live_server
 from oam_gateway.app import create_app
 from oam_gateway.settings import GatewaySettings
+from psycopg import sql
 from pydantic import SecretStr
 from starlette.types import ASGIApp
 
@@ -83,3 +86,27 @@ def live_gateway(dds: DdsEnvironment, tmp_path: Path, **overrides: Any) -> Itera
     app = create_app(gateway_settings(dds, store_id, jwks_file, **overrides))
     with serve(app) as url:
         yield LiveGateway(url, dds, store_id)
+
+
+@contextmanager
+def memory_row_locked(gateway: LiveGateway, memory_id: str) -> Iterator[None]:
+    """The store's owner holds a row lock on memory ``memory_id`` (from a thread of its own)
+    from the start of the block until its end; requests that write the row wait meanwhile."""
+    table = sql.Identifier("oam_test_owner", f"{gateway.store_id}_memory")
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_row() -> None:
+        with psycopg.connect(gateway.dds.owner_url) as conn, conn.transaction():
+            conn.execute(sql.SQL("SELECT 1 FROM {} WHERE id = %s FOR UPDATE").format(table),
+                         [memory_id])
+            locked.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold_the_row)
+    holder.start()
+    try:
+        assert locked.wait(30), "the owner could not lock the row"
+        yield
+    finally:
+        release.set()
+        holder.join(30)

@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 from dds import DdsEnvironment
-from gateway_live import live_gateway
+from gateway_live import live_gateway, memory_row_locked
 from oam_gateway.bridge import (
     BridgedConnection,
     BridgedPool,
@@ -23,7 +23,6 @@ from oam_gateway.bridge import (
     run_bridged,
 )
 from oam_gateway.telemetry import instrument_database, uninstrument_database
-from psycopg import sql
 
 _request: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="none")
 
@@ -34,18 +33,6 @@ def test_a_request_waiting_on_a_row_lock_holds_up_no_other_request(
             gateway.client("bystander") as bystander:
         memory = waiter.post("/v1/memories", json={"content": "locked soon"}).json()
         mine = bystander.post("/v1/memories", json={"content": "free"}).json()
-        table = sql.Identifier("oam_test_owner", f"{gateway.store_id}_memory")
-        locked, release = threading.Event(), threading.Event()
-
-        def hold_the_row() -> None:
-            with psycopg.connect(dds.owner_url) as conn, conn.transaction():
-                conn.execute(sql.SQL("SELECT 1 FROM {} WHERE id = %s FOR UPDATE").format(table),
-                             [memory["id"]])
-                locked.set()
-                release.wait(30)
-
-        holder = threading.Thread(target=hold_the_row)
-        holder.start()
         blocked: dict[str, Any] = {}
 
         def update_the_locked_row() -> None:
@@ -55,8 +42,7 @@ def test_a_request_waiting_on_a_row_lock_holds_up_no_other_request(
             blocked["seconds"] = time.monotonic() - started
 
         updater = threading.Thread(target=update_the_locked_row)
-        try:
-            assert locked.wait(30)
+        with memory_row_locked(gateway, memory["id"]):
             updater.start()
             time.sleep(0.5)  # the update now waits on the lock, inside the gateway's loop
             started = time.monotonic()
@@ -64,11 +50,8 @@ def test_a_request_waiting_on_a_row_lock_holds_up_no_other_request(
             quick = time.monotonic() - started
             assert [a.status_code for a in answers] == [200] * 5
             assert updater.is_alive(), "the update did not wait on the lock"
-        finally:
             time.sleep(1.0)
-            release.set()
-            holder.join(30)
-            updater.join(30)
+        updater.join(30)
         # Positive control: the update really waited on the lock the whole time, then succeeded.
         assert blocked["response"].status_code == 200, blocked["response"].text
         assert blocked["seconds"] >= 1.4
