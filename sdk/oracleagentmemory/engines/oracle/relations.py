@@ -1,0 +1,380 @@
+"""Relation (memory link) statements on Oracle, lifecycle status upkeep and graph neighbours.
+
+Pure builders mirroring :mod:`oracleagentmemory.engines.postgres.relations`: the same rows,
+keys and semantics, executed by the Oracle session. Every value is a bind; every object name
+comes from :class:`~oracleagentmemory.engines.oracle.names.OracleObjects` (quoted,
+schema-qualified). Lists of ids are bound as one JSON array
+(:func:`~oracleagentmemory.engines.oracle.statement.id_list`).
+
+Timestamps are written through ``FROM_TZ(CAST(:ts AS TIMESTAMP), 'UTC')`` and read as
+``SYS_EXTRACT_UTC(col)`` (:mod:`~oracleagentmemory.engines.oracle.binds`); the session passes
+each fetched row through :func:`relation_row` to make them aware again.
+
+PostgreSQL's ``a IS NOT DISTINCT FROM b`` is written ``(a = b OR (a IS NULL AND b IS NULL))``
+(``IS NOT DISTINCT FROM`` is not in Oracle's SQL grammar).
+
+Graph expansion: the core walks the graph hop by hop through :func:`links_touching` (one
+query per hop, ``core/_graph.py``). :func:`links_within_hops` is the same walk as one
+recursive query (``WITH ... UNION ALL ... CYCLE``) for up to N hops; the engine contract has no
+method that takes a hop count yet, so nothing calls it through the core today.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import oracledb
+
+from oracleagentmemory.engines.interfaces import UNSET, RelationChange, RelationQuery, RelationRow
+from oracleagentmemory.engines.layout import LIFECYCLE_RELATION_TYPES
+from oracleagentmemory.engines.oracle.binds import (
+    json_bind,
+    timestamp_bind,
+    timestamp_input_sizes,
+    utc_from_fetch,
+    utc_timestamp_sql,
+)
+from oracleagentmemory.engines.oracle.driver_errors import (
+    UNIQUE_VIOLATION,
+    unique_violation_constraint,
+)
+from oracleagentmemory.engines.oracle.names import OracleObjects
+from oracleagentmemory.engines.oracle.statement import (
+    ID_COLUMN_TYPE,
+    OracleStatement,
+    aliased,
+    id_list,
+    id_list_bind,
+    json_sizes,
+)
+from oracleagentmemory.errors import DuplicateRelationError, InvalidArgumentError
+
+LIFECYCLE_TYPES: tuple[str, ...] = tuple(sorted(LIFECYCLE_RELATION_TYPES))
+"""Relation types that make their target INVALID while they exist (bound one by one)."""
+
+RELATION_KEYS: tuple[str, ...] = (
+    "id", "source_id", "source_type", "target_id", "target_type", "relation_type",
+    "opposite_relation_type", "event_ts", "metadata", "created_at")
+"""The keys of a relation row (the PostgreSQL engine's), each selected from its column."""
+
+_TIMESTAMP_KEYS = ("event_ts", "created_at")
+_INSERTED = ("id", "user_id", "source_id", "source_type", "target_id", "target_type",
+             "relation_type", "opposite_relation_type", "event_ts", "metadata")
+_FILTERS = (("relation_id", "id"), ("relation_type", "relation_type"),
+            ("source_id", "source_id"), ("source_type", "source_type"),
+            ("target_id", "target_id"), ("target_type", "target_type"))
+_CHANGES = ("relation_type", "opposite_relation_type")
+
+
+def _columns(alias: str = "") -> str:
+    """The relation SELECT list (timestamps as UTC wall clocks), columns of ``alias``."""
+    prefix = f"{alias}." if alias else ""
+    return aliased({key: f"SYS_EXTRACT_UTC({prefix}{key})" if key in _TIMESTAMP_KEYS
+                    else prefix + key for key in RELATION_KEYS})
+
+
+def _same_owner(left: str, right: str) -> str:
+    """``left IS NOT DISTINCT FROM right`` in Oracle's grammar."""
+    return f"({left} = {right} OR ({left} IS NULL AND {right} IS NULL))"
+
+
+def _lifecycle_in(column: str) -> tuple[str, dict[str, str]]:
+    names = [f"lifecycle_{n}" for n in range(len(LIFECYCLE_TYPES))]
+    return (f"{column} IN ({', '.join(':' + n for n in names)})",
+            dict(zip(names, LIFECYCLE_TYPES, strict=True)))
+
+
+def relation_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A fetched relation row with its timestamps aware (UTC) again."""
+    converted = dict(row)
+    for key in _TIMESTAMP_KEYS:
+        if key in converted:
+            value = converted[key]
+            converted[key] = utc_from_fetch(value) if isinstance(value, datetime) else value
+    return converted
+
+
+# --- memories (relation endpoints) ----------------------------------------------------------
+def memory_types(o: OracleObjects, ids: Sequence[str]) -> OracleStatement:
+    """``(id, record_type, user_id)`` of the visible memories among ``ids``, owned ones first
+    (``NULLS LAST``, as on PostgreSQL); group them with :func:`group_memory_types`."""
+    return OracleStatement(
+        sql=(f"SELECT m.id AS \"id\", m.record_type AS \"record_type\", m.user_id AS "
+             f"\"user_id\" FROM {o.table('memory')} m WHERE m.id IN ({id_list('ids')}) "
+             "ORDER BY m.user_id NULLS LAST"),
+        binds={"ids": id_list_bind(ids)},
+        input_sizes=json_sizes("ids"),
+        columns=("id", "record_type", "user_id"),
+    )
+
+
+def group_memory_types(rows: Sequence[Mapping[str, Any]]
+                       ) -> dict[str, list[tuple[str, str | None]]]:
+    """``EngineSession.memory_types``'s answer from the rows of :func:`memory_types`."""
+    found: dict[str, list[tuple[str, str | None]]] = {}
+    for row in rows:
+        found.setdefault(row["id"], []).append((row["record_type"], row["user_id"]))
+    return found
+
+
+# --- insert --------------------------------------------------------------------------------
+def insert_relations(o: OracleObjects, rows: Sequence[RelationRow]) -> OracleStatement:
+    """One ``executemany`` inserting ``rows``; run it with ``batcherrors=True`` and pass
+    ``cursor.getbatcherrors()`` to :func:`duplicate_relation_error`.
+
+    ``created_at``, ``updated_at`` and ``row_seq`` take their defaults (``SYSTIMESTAMP``, the
+    identity), as the data grants' ``INSERT (columns)`` lists expect.
+    """
+    values = ", ".join(utc_timestamp_sql(c) if c == "event_ts" else f":{c}" for c in _INSERTED)
+    return OracleStatement(
+        sql=(f"INSERT INTO {o.table('memory_link')} ({', '.join(_INSERTED)}) "
+             f"VALUES ({values})"),
+        binds=[{"id": r.id, "user_id": r.user_id, "source_id": r.source_id,
+                "source_type": r.source_type, "target_id": r.target_id,
+                "target_type": r.target_type, "relation_type": r.relation_type,
+                "opposite_relation_type": r.opposite_relation_type,
+                "event_ts": timestamp_bind(r.event_ts), "metadata": json_bind(r.metadata)}
+               for r in rows],
+        input_sizes={**timestamp_input_sizes("event_ts"), **json_sizes("metadata")},
+        many=True,
+    )
+
+
+class BatchError(Protocol):
+    """What :func:`duplicate_relation_error` reads of one of ``cursor.getbatcherrors()``
+    (python-oracledb's ``_Error``: the row's ``offset`` in the batch, the Oracle ``code``
+    and the ``message``)."""
+
+    offset: int
+    code: int
+    message: str
+
+
+def duplicate_relation_error(o: OracleObjects, rows: Sequence[RelationRow],
+                             batch_errors: Sequence[BatchError]
+                             ) -> DuplicateRelationError | None:
+    """The error to raise for the first ORA-00001 among ``batch_errors``, else ``None`` (the
+    caller translates any other batch error; the transaction is rolled back either way).
+
+    As on PostgreSQL, a clash on the owner's id index names the relation id (from the failing
+    row: ``offset`` is its index in ``rows``), and any other unique clash is the endpoint pair
+    (``MEMORY_LINK_OWNER_PAIR_UQ``). The server's text is not repeated: it names internal
+    indexes and, with ``ERROR_MESSAGE_DETAILS``, echoes key values (ORA-03301).
+    """
+    id_index = f"{o.owner}.{o.object_name('memory_link_owner_id_uq')}"
+    for error in batch_errors:
+        if error.code != UNIQUE_VIOLATION:
+            continue
+        constraint = unique_violation_constraint(oracledb.IntegrityError(error))
+        if constraint == id_index:
+            clashing = rows[error.offset].id if 0 <= error.offset < len(rows) else None
+            message = (f"a relation with id {clashing!r} already exists"
+                       if clashing is not None else "a relation with this id already exists")
+            return DuplicateRelationError(message, record_id=clashing)
+        return DuplicateRelationError(
+            "these two memories are already related (one relation per pair of memories)")
+    return None
+
+
+# --- select, update, delete ----------------------------------------------------------------
+def select_relations(o: OracleObjects, query: RelationQuery,
+                     metadata: tuple[str, Mapping[str, Any]] | None = None,
+                     metadata_input_sizes: Mapping[str, Any] | None = None) -> OracleStatement:
+    """Matching relations, the most recent ``query.limit`` of them, in creation order.
+
+    ``metadata`` is the rendered ``query.metadata_filter`` (from the Oracle filter renderer):
+    ``(predicate on the unqualified column metadata, its binds)``; it must be given exactly
+    when the query has a metadata filter (``None`` included: ``metadata IS NULL``).
+    """
+    where: list[str] = []
+    binds: dict[str, Any] = {}
+    for attribute, column in _FILTERS:
+        value = getattr(query, attribute)
+        if value is not UNSET:
+            where.append(f"{column} = :{attribute}")
+            binds[attribute] = value
+    if (query.metadata_filter is UNSET) != (metadata is None):
+        raise InvalidArgumentError(
+            "select_relations: pass the rendered metadata filter exactly when the query has one")
+    if metadata is not None:
+        predicate, filter_binds = metadata
+        clash = set(filter_binds) & (set(binds) | {"row_limit"})
+        if clash:
+            raise InvalidArgumentError(f"metadata filter bind names clash: {sorted(clash)}")
+        where.append(predicate)
+        binds.update(filter_binds)
+    condition = " AND ".join(where) if where else "1 = 1"
+    inner = f"SELECT {_columns()}, row_seq FROM {o.table('memory_link')} WHERE {condition}"
+    keys = ", ".join(f'"{key}"' for key in RELATION_KEYS)
+    if query.limit is None:
+        sql = f"SELECT {keys} FROM ({inner}) ORDER BY row_seq"
+    else:
+        binds["row_limit"] = query.limit
+        sql = (f"SELECT {keys} FROM ({inner} ORDER BY row_seq DESC FETCH FIRST :row_limit "
+               "ROWS ONLY) ORDER BY row_seq")
+    return OracleStatement(sql=sql, binds=binds, input_sizes=dict(metadata_input_sizes or {}),
+                           columns=tuple(RELATION_KEYS))
+
+
+def update_relation(o: OracleObjects, change: RelationChange) -> OracleStatement:
+    """Apply ``change`` (the session returns ``rowcount > 0``: whether the relation exists)."""
+    sets = ["updated_at = SYSTIMESTAMP"]
+    binds: dict[str, Any] = {}
+    sizes: dict[str, Any] = {}
+    for column in _CHANGES:
+        value = getattr(change, column)
+        if value is not UNSET:
+            sets.append(f"{column} = :{column}")
+            binds[column] = value
+    if change.event_ts is not UNSET:
+        sets.append(f"event_ts = {utc_timestamp_sql('event_ts')}")
+        binds["event_ts"] = timestamp_bind(change.event_ts)
+        sizes.update(timestamp_input_sizes("event_ts"))
+    if change.metadata is not UNSET:
+        sets.append("metadata = :metadata")
+        binds["metadata"] = json_bind(change.metadata)
+        sizes.update(json_sizes("metadata"))
+    binds["relation_id"] = change.relation_id
+    return OracleStatement(
+        sql=f"UPDATE {o.table('memory_link')} SET {', '.join(sets)} WHERE id = :relation_id",
+        binds=binds, input_sizes=sizes)
+
+
+def delete_relations(o: OracleObjects, relation_ids: Sequence[str]) -> OracleStatement:
+    """Delete relations; ``RETURNING`` the ``(target_id, relation_type)`` of each deleted one
+    into the out binds ``target_ids`` and ``relation_types`` (``cursor.var(str)`` each; their
+    ``getvalue()`` is a list, one item per deleted row)."""
+    return OracleStatement(
+        sql=(f"DELETE FROM {o.table('memory_link')} WHERE id IN ({id_list('relation_ids')}) "
+             "RETURNING target_id, relation_type INTO :target_ids, :relation_types"),
+        binds={"relation_ids": id_list_bind(relation_ids, what="relation_ids")},
+        input_sizes=json_sizes("relation_ids"),
+        out_binds=("target_ids", "relation_types"),
+    )
+
+
+def deleted_relations(target_ids: Sequence[str] | None, relation_types: Sequence[str] | None
+                      ) -> list[tuple[str, str]]:
+    """``EngineSession.delete_relations``'s answer from the two out binds' values."""
+    return list(zip(target_ids or [], relation_types or [], strict=True))
+
+
+# --- lifecycle status ------------------------------------------------------------------------
+def recompute_status(o: OracleObjects, memory_ids: Sequence[str]) -> OracleStatement | None:
+    """INVALID while a lifecycle link targets the memory, VALID otherwise (``None``: no ids).
+
+    A link counts for a memory of the same owner, and for a global memory (``user_id`` NULL)
+    whatever the link's owner, as on PostgreSQL.
+    """
+    if not memory_ids:
+        return None
+    lifecycle, binds = _lifecycle_in("l.relation_type")
+    return OracleStatement(
+        sql=(f"UPDATE {o.table('memory')} m SET status = CASE WHEN EXISTS (SELECT 1 FROM "
+             f"{o.table('memory_link')} l WHERE l.target_id = m.id AND (l.user_id = m.user_id "
+             f"OR m.user_id IS NULL) AND {lifecycle}) THEN 'invalid' ELSE 'valid' END, "
+             f"updated_at = SYSTIMESTAMP WHERE m.id IN ({id_list('memory_ids')})"),
+        binds={**binds, "memory_ids": id_list_bind(memory_ids, what="memory_ids")},
+        input_sizes=json_sizes("memory_ids"),
+    )
+
+
+def lifecycle_targets_from(o: OracleObjects, memory_where: str,
+                           binds: Mapping[str, Any]) -> OracleStatement:
+    """Targets of lifecycle links whose source memory matches ``memory_where`` (a predicate
+    on the memory table's columns, alias ``m``, with its ``binds``): deleting those sources
+    deletes the links, so the targets' status is recomputed afterwards."""
+    lifecycle, lifecycle_binds = _lifecycle_in("l.relation_type")
+    clash = set(binds) & set(lifecycle_binds)
+    if clash:
+        raise InvalidArgumentError(f"bind names clash: {sorted(clash)}")
+    return OracleStatement(
+        sql=(f"SELECT DISTINCT l.target_id AS \"target_id\" FROM {o.table('memory_link')} l "
+             f"WHERE {lifecycle} AND EXISTS (SELECT 1 FROM {o.table('memory')} m WHERE "
+             f"m.id = l.source_id AND ({_same_owner('m.user_id', 'l.user_id')} OR m.user_id "
+             f"IS NULL) AND {memory_where})"),
+        binds={**lifecycle_binds, **binds},
+        columns=("target_id",),
+    )
+
+
+def delete_links_of(o: OracleObjects, memories: Sequence[tuple[str, str | None]]
+                    ) -> OracleStatement | None:
+    """Delete the relations of the deleted memories ``(id, owner)`` (``None``: none).
+
+    A link belongs to the owner of its endpoints; a global memory is an endpoint of links of
+    any owner that has no memory of its own with that id. The pairs are bound as one JSON
+    array of ``{"id": ..., "owner": ...}`` objects.
+    """
+    if not memories:
+        return None
+    same_owner = _same_owner("l.user_id", "d.owner")
+    return OracleStatement(
+        sql=(f"DELETE FROM {o.table('memory_link')} l WHERE EXISTS (SELECT 1 FROM "
+             f"JSON_TABLE(:memories, '$[*]' COLUMNS (id {ID_COLUMN_TYPE} PATH '$.id', "
+             f"owner {ID_COLUMN_TYPE} PATH '$.owner')) d WHERE (l.source_id = d.id OR "
+             f"l.target_id = d.id) AND ({same_owner} OR (d.owner IS NULL AND NOT EXISTS "
+             f"(SELECT 1 FROM {o.table('memory')} m WHERE m.id = d.id AND "
+             "m.user_id = l.user_id))))"),
+        binds={"memories": [{"id": memory_id, "owner": owner} for memory_id, owner in memories]},
+        input_sizes=json_sizes("memories"),
+    )
+
+
+# --- graph neighbours ---------------------------------------------------------------------
+def links_touching(o: OracleObjects, node_ids: Sequence[str]) -> OracleStatement:
+    """Every relation with an endpoint among ``node_ids``, in creation order."""
+    return OracleStatement(
+        sql=(f"WITH nodes (id) AS ({id_list('node_ids')}) SELECT {_columns('l')} FROM "
+             f"{o.table('memory_link')} l WHERE l.source_id IN (SELECT id FROM nodes) OR "
+             "l.target_id IN (SELECT id FROM nodes) ORDER BY l.row_seq"),
+        binds={"node_ids": id_list_bind(node_ids, what="node_ids")},
+        input_sizes=json_sizes("node_ids"),
+        columns=tuple(RELATION_KEYS),
+    )
+
+
+MAX_RECURSIVE_HOPS = 16
+"""The most hops :func:`links_within_hops` walks (the recursion enumerates paths, not nodes:
+Oracle's ``CYCLE`` clause stops a path at a node it already holds, not at a node another path
+reached, so the work grows with the number of paths)."""
+
+
+def links_within_hops(o: OracleObjects, node_ids: Sequence[str], max_hops: int
+                      ) -> OracleStatement:
+    """Every relation the core's hop-by-hop walk from ``node_ids`` could fetch in
+    ``max_hops`` hops, in one recursive query, each row with its ``hop`` (1: it touches a
+    start node), ordered by hop then creation.
+
+    The walk follows links both ways through every visible memory id: it is the union of
+    what :func:`links_touching` returns for each hop's frontier when no node is filtered out
+    (the core filters nodes by scope, type and expiry, so it uses a subset). ``walk`` holds
+    ``(node_id, hop)`` for the nodes at ``hop`` < ``max_hops`` links from a start node; the
+    ``CYCLE node_id`` clause (Oracle SQL Language Reference, "Recursive Subquery Factoring":
+    a row whose cycle column repeats an ancestor's is marked and not expanded) stops a path
+    that comes back to a node. A link's hop is one more than its nearest walked endpoint's
+    (the smallest ``hop`` of the ``walk`` rows of either endpoint).
+    """
+    if isinstance(max_hops, bool) or not isinstance(max_hops, int) \
+            or not 1 <= max_hops <= MAX_RECURSIVE_HOPS:
+        raise InvalidArgumentError(
+            f"max_hops must be an integer from 1 to {MAX_RECURSIVE_HOPS}, got {max_hops!r}",
+            argument="max_hops")
+    link = o.table("memory_link")
+    return OracleStatement(
+        sql=(f"WITH seeds (id) AS ({id_list('node_ids')}), "
+             "walk (node_id, hop) AS (SELECT id, 0 FROM seeds UNION ALL "
+             "SELECT CASE WHEN l.source_id = w.node_id THEN l.target_id ELSE l.source_id END, "
+             f"w.hop + 1 FROM walk w JOIN {link} l ON l.source_id = w.node_id OR "
+             "l.target_id = w.node_id WHERE w.hop + 1 < :max_hops) "
+             "CYCLE node_id SET is_cycle TO 'Y' DEFAULT 'N' "
+             f"SELECT {_columns('l')}, (SELECT MIN(w.hop) FROM walk w WHERE w.node_id IN "
+             f"(l.source_id, l.target_id)) + 1 AS \"hop\" FROM {link} l WHERE EXISTS (SELECT 1 "
+             "FROM walk w WHERE w.node_id IN (l.source_id, l.target_id)) "
+             "ORDER BY \"hop\", l.row_seq"),
+        binds={"node_ids": id_list_bind(node_ids, what="node_ids"), "max_hops": max_hops},
+        input_sizes=json_sizes("node_ids"),
+        columns=(*RELATION_KEYS, "hop"),
+    )

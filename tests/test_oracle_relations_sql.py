@@ -1,0 +1,263 @@
+"""The Oracle engine's relation statements (``engines/oracle/relations.py``), without Oracle.
+
+Every statement is pinned by a reviewed golden file under
+``tests/golden/oracle_engine/relations/`` (rewrite with ``OAM_UPDATE_GOLDEN=1`` after review)
+and parsed with sqlglot's Oracle dialect into a real expression. sqlglot 30 lacks one piece of
+the syntax used: ``RETURNING ... INTO :binds`` (parsed with the ``INTO`` list removed, which a
+pattern checks instead). Binds, input sizes and the pure helpers are checked directly.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import oracledb
+import pytest
+import sqlglot
+from golden_files import assert_matches_golden, golden_text
+from oracleagentmemory.engines.interfaces import RelationChange, RelationQuery, RelationRow
+from oracleagentmemory.engines.oracle import relations
+from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names
+from oracleagentmemory.engines.oracle.statement import OracleStatement
+from oracleagentmemory.errors import DuplicateRelationError, InvalidArgumentError
+from oracleagentmemory.filtertree import And
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+GOLDEN = Path(__file__).parent / "golden" / "oracle_engine" / "relations"
+TS = datetime(2026, 3, 1, 12, 30, tzinfo=timezone(timedelta(hours=2)))
+
+
+def objects() -> OracleObjects:
+    return OracleObjects.of(derive_store_names(
+        memory_store_id="st", table_name_prefix=None, schema_owner="oam_owner"))
+
+
+def row(n: int, **changes: Any) -> RelationRow:
+    values: dict[str, Any] = dict(
+        id=f"r{n}", source_id=f"m{n}", source_type="fact", target_id=f"m{n + 1}",
+        target_type="memory", relation_type="supersedes", opposite_relation_type="superseded_by",
+        event_ts=TS, metadata={"why": "newer"}, user_id="ALICE")
+    values.update(changes)
+    return RelationRow(**values)
+
+
+FILTER = ("JSON_EXISTS(metadata, '$?(@.why == $v0)' PASSING :mf0 AS \"v0\")", {"mf0": "newer"})
+"""A rendered metadata filter, as the Oracle filter renderer hands it over."""
+
+
+def scenarios() -> dict[str, list[OracleStatement]]:
+    o = objects()
+    recompute = relations.recompute_status(o, ["m2", "m3"])
+    links_of = relations.delete_links_of(o, [("m1", "ALICE"), ("g1", None)])
+    assert recompute is not None and links_of is not None
+    return {
+        "memory_types": [relations.memory_types(o, ["m1", "m2"])],
+        "insert": [relations.insert_relations(o, [row(1), row(2)])],
+        "select": [
+            relations.select_relations(o, RelationQuery()),
+            relations.select_relations(o, RelationQuery(source_id="m1", relation_type="refines",
+                                                         limit=5)),
+            relations.select_relations(o, RelationQuery(
+                relation_id="r1", source_type="fact", target_id="m2", target_type="memory",
+                metadata_filter=And(())), metadata=FILTER),
+        ],
+        "update": [
+            relations.update_relation(o, RelationChange(relation_id="r1")),
+            relations.update_relation(o, RelationChange(
+                relation_id="r1", relation_type="refines", opposite_relation_type="refined_by",
+                event_ts=TS, metadata={"k": 1})),
+        ],
+        "delete": [relations.delete_relations(o, ["r1", "r2", "r1"]), links_of],
+        "lifecycle": [recompute, relations.lifecycle_targets_from(
+            o, "m.thread_id = :thread_id", {"thread_id": "t1"})],
+        "graph": [relations.links_touching(o, ["m1", "m2"]),
+                  relations.links_within_hops(o, ["m1"], 3)],
+    }
+
+
+@pytest.mark.parametrize("name", sorted(scenarios()))
+def test_statements_match_the_reviewed_golden_file(name: str) -> None:
+    assert_matches_golden(GOLDEN / f"{name}.sql", golden_text(
+        "Oracle relation statements", name, "oracleagentmemory.engines.oracle.relations",
+        "tests/test_oracle_relations_sql.py", [s.sql for s in scenarios()[name]]))
+
+
+# --- parsing ------------------------------------------------------------------------------------
+RETURNING_INTO = re.compile(r" RETURNING target_id, relation_type INTO :target_ids, "
+                            r":relation_types$")
+
+
+def parse(statement: str) -> exp.Expr:
+    """Parse with sqlglot (``RETURNING ... INTO`` checked by pattern and removed first)."""
+    adapted = statement
+    if " RETURNING " in statement:
+        assert RETURNING_INTO.search(statement), statement
+        adapted = statement[: statement.index(" INTO :")]
+    tree = sqlglot.parse_one(adapted, read="oracle")
+    assert not isinstance(tree, exp.Command), f"sqlglot left it unparsed: {statement}"
+    return tree
+
+
+def test_every_statement_parses_into_a_real_expression() -> None:
+    kinds: dict[str, int] = {}
+    for statements in scenarios().values():
+        for statement in statements:
+            assert ";" not in statement.sql and "--" not in statement.sql
+            tree = parse(statement.sql)
+            kinds[tree.key] = kinds.get(tree.key, 0) + 1
+            for table in tree.find_all(exp.Table):
+                if table.name.startswith("ST_"):
+                    assert table.db == "OAM_OWNER", statement.sql
+    assert kinds == {"select": 7, "insert": 1, "update": 3, "delete": 2}
+
+
+@pytest.mark.parametrize("broken", [
+    "SELECT id FROM (SELECT id FROM t",
+    "DELETE FROM t WHERE id IN (SELECT j.id FROM JSON_TABLE(:x, '$[*]' COLUMNS (id PATH))",
+    "UPDATE t SET a = WHERE id = :a",
+])
+def test_positive_control_a_broken_statement_is_caught(broken: str) -> None:
+    with pytest.raises((SqlglotError, AssertionError)):
+        parse(broken)
+
+
+def test_the_recursive_walk_keeps_its_cycle_clause() -> None:
+    statement = relations.links_within_hops(objects(), ["m1"], 2).sql
+    tree = parse(statement)
+    assert "CYCLE node_id SET is_cycle TO 'Y' DEFAULT 'N'" in tree.sql("oracle")
+    with_ = tree.args.get("with_") or tree.args.get("with")
+    assert with_ is not None and [c.alias for c in with_.expressions] == ["seeds", "walk"]
+    assert "UNION ALL" in with_.expressions[1].this.sql("oracle")
+
+
+# --- binds ----------------------------------------------------------------------------------------
+def test_values_are_bound_never_written() -> None:
+    for statements in scenarios().values():
+        for statement in statements:
+            for value in ("m1", "ALICE", "newer", "refines", "superseded_by", "t1", "r1"):
+                assert f"'{value}'" not in statement.sql, statement.sql
+
+
+def test_insert_binds_one_mapping_per_row_with_typed_binds() -> None:
+    statement = relations.insert_relations(objects(), [row(1), row(2, event_ts=None,
+                                                                    metadata=None)])
+    assert statement.many and isinstance(statement.binds, list) and len(statement.binds) == 2
+    first, second = statement.binds
+    assert first["event_ts"] == datetime(2026, 3, 1, 10, 30) and first["event_ts"].tzinfo is None
+    assert first["metadata"] == {"why": "newer"} and first["user_id"] == "ALICE"
+    assert second["event_ts"] is None and second["metadata"] is None
+    assert statement.input_sizes == {"event_ts": oracledb.DB_TYPE_TIMESTAMP,
+                                     "metadata": oracledb.DB_TYPE_JSON}
+    assert set(first) == {m for m in re.findall(r":([a-z_]+)", statement.sql)}
+
+
+def test_id_lists_are_one_json_bind_without_duplicates() -> None:
+    statement = relations.delete_relations(objects(), ["r1", "r2", "r1"])
+    assert statement.binds == {"relation_ids": ["r1", "r2"]}
+    assert statement.input_sizes == {"relation_ids": oracledb.DB_TYPE_JSON}
+    assert statement.out_binds == ("target_ids", "relation_types")
+    assert relations.deleted_relations(["m2", "m3"], ["supersedes", "refines"]) == [
+        ("m2", "supersedes"), ("m3", "refines")]
+    assert relations.deleted_relations(None, None) == []
+
+
+def test_select_binds_filters_limit_and_the_metadata_filter() -> None:
+    o = objects()
+    limited = relations.select_relations(o, RelationQuery(source_id="m1", limit=5))
+    assert limited.binds == {"source_id": "m1", "row_limit": 5}
+    assert limited.columns == relations.RELATION_KEYS
+    filtered = relations.select_relations(o, RelationQuery(metadata_filter=None),
+                                          metadata=("metadata IS NULL", {}))
+    assert "WHERE metadata IS NULL ORDER BY" not in filtered.sql  # the inner query orders
+    assert "WHERE metadata IS NULL)" in filtered.sql
+    with pytest.raises(InvalidArgumentError):
+        relations.select_relations(o, RelationQuery(metadata_filter=None))
+    with pytest.raises(InvalidArgumentError):
+        relations.select_relations(o, RelationQuery(), metadata=FILTER)
+    with pytest.raises(InvalidArgumentError, match="clash"):
+        relations.select_relations(o, RelationQuery(source_id="m1", metadata_filter=None),
+                                   metadata=("x = :source_id", {"source_id": "y"}))
+
+
+def test_update_sets_only_what_changes() -> None:
+    o = objects()
+    bare = relations.update_relation(o, RelationChange(relation_id="r1"))
+    assert bare.binds == {"relation_id": "r1"} and bare.input_sizes == {}
+    cleared = relations.update_relation(o, RelationChange(relation_id="r1", metadata=None,
+                                                          event_ts=None))
+    assert cleared.binds == {"event_ts": None, "metadata": None, "relation_id": "r1"}
+    assert set(cleared.input_sizes) == {"event_ts", "metadata"}
+
+
+def test_lifecycle_types_are_bound_one_by_one() -> None:
+    statement = relations.recompute_status(objects(), ["m2"])
+    assert statement is not None and isinstance(statement.binds, dict)
+    assert {k: v for k, v in statement.binds.items() if k.startswith("lifecycle_")} == {
+        "lifecycle_0": "duplicates", "lifecycle_1": "refines", "lifecycle_2": "supersedes"}
+    assert relations.recompute_status(objects(), []) is None
+    assert relations.delete_links_of(objects(), []) is None
+    with pytest.raises(InvalidArgumentError):
+        relations.lifecycle_targets_from(objects(), "1 = 1", {"lifecycle_0": "x"})
+
+
+def test_memory_pairs_bind_as_json_objects() -> None:
+    statement = relations.delete_links_of(objects(), [("m1", "ALICE"), ("g1", None)])
+    assert statement is not None
+    assert statement.binds == {"memories": [{"id": "m1", "owner": "ALICE"},
+                                            {"id": "g1", "owner": None}]}
+
+
+def test_hop_bound_is_checked() -> None:
+    statement = relations.links_within_hops(objects(), ["m1"], 2)
+    assert statement.binds == {"node_ids": ["m1"], "max_hops": 2}
+    assert statement.columns[-1] == "hop"
+    for bad in (0, relations.MAX_RECURSIVE_HOPS + 1, True, 2.0):
+        with pytest.raises(InvalidArgumentError):
+            relations.links_within_hops(objects(), ["m1"], bad)  # type: ignore[arg-type]
+
+
+# --- rows and errors --------------------------------------------------------------------------
+def test_rows_come_back_with_aware_timestamps_and_grouped_types() -> None:
+    fetched = {"id": "r1", "event_ts": datetime(2026, 3, 1, 10, 30), "created_at":
+               datetime(2026, 3, 1, 10, 31), "metadata": None}
+    converted = relations.relation_row(fetched)
+    assert converted["event_ts"] == TS and converted["created_at"].tzinfo == timezone.utc
+    assert relations.relation_row({"event_ts": None})["event_ts"] is None
+    assert relations.group_memory_types([
+        {"id": "m1", "record_type": "fact", "user_id": "ALICE"},
+        {"id": "m1", "record_type": "memory", "user_id": None},
+        {"id": "m2", "record_type": "guideline", "user_id": None},
+    ]) == {"m1": [("fact", "ALICE"), ("memory", None)], "m2": [("guideline", None)]}
+
+
+class Err:
+    """The three attributes of python-oracledb's ``_Error`` that the classifier reads."""
+
+    def __init__(self, offset: int, code: int, message: str) -> None:
+        self.offset, self.code, self.message = offset, code, message
+
+
+def test_a_clash_on_the_id_index_names_the_relation() -> None:
+    rows = [row(1), row(2)]
+    error = relations.duplicate_relation_error(objects(), rows, [Err(
+        1, 1, "ORA-00001: unique constraint (OAM_OWNER.ST_MEMORY_LINK_OWNER_ID_UQ) violated on "
+              "table OAM_OWNER.ST_MEMORY_LINK columns (USER_ID, ID)")])
+    assert isinstance(error, DuplicateRelationError) and error.record_id == "r2"
+    assert "OWNER_ID_UQ" not in str(error)
+
+
+def test_a_clash_on_the_pair_index_is_a_related_pair() -> None:
+    error = relations.duplicate_relation_error(objects(), [row(1)], [Err(
+        0, 1, "ORA-00001: unique constraint (OAM_OWNER.ST_MEMORY_LINK_OWNER_PAIR_UQ) violated")])
+    assert isinstance(error, DuplicateRelationError) and error.record_id is None
+    assert "already related" in str(error)
+
+
+def test_other_batch_errors_are_left_to_the_caller() -> None:
+    assert relations.duplicate_relation_error(objects(), [row(1)], [Err(
+        0, 12899, "ORA-12899: value too large for column")]) is None
+    assert relations.duplicate_relation_error(objects(), [row(1)], []) is None
