@@ -125,6 +125,8 @@ def _render(expr: FilterExpr, column: str, binds: BindSet) -> str:
     if isinstance(expr, And):
         if not expr.parts:
             return "1 = 1"
+        if len(expr.parts) == 1:
+            return _render(expr.parts[0], column, binds)
         return "(" + " AND ".join(_render(p, column, binds) for p in expr.parts) + ")"
     if isinstance(expr, Not):
         return f"(NOT {_render(expr.expr, column, binds)})"
