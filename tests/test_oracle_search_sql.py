@@ -51,7 +51,7 @@ def plan(mode: str = "vector", **kwargs: Any) -> SearchPlan:
     return SearchPlan(mode=mode, **defaults)
 
 
-FILTERED = {
+FILTERED: dict[str, Any] = {
     "scope": {"thread_id": UNSET, "user_id": "alice", "agent_id": None},
     "metadata_filter": parse_metadata_filter({"topic": "travel"}),
     "include_invalid": False,
