@@ -23,8 +23,9 @@ How, in Oracle SQL (SQL/JSON path, Oracle AI Database 26ai):
   filter on the root object (``'$?(...)'``), each prefix of a nested path is first required to
   be an object (``@."a".type() == "object"``), and the item method ``type()`` fixes the JSON
   type of the compared value. ``type()`` (like ``size()``) applies to an array itself, not to
-  its elements, as SQL:2016 (9.39, general rule 11 g ii 6 A) requires of lax mode; this has not
-  been run on a live Oracle database.
+  its elements: the SQL/JSON rule of lax mode unwraps the input of every item method except
+  ``type()`` and ``size()`` (SQL:2016 general rule 11 g ii 6 A, as quoted on pgsql-hackers,
+  June 2024). Oracle's conformance to that rule was not checked on a live database.
 * Scalar :class:`Exact` values are compared in ``JSON_EXISTS`` with the value bound through
   ``PASSING :mf0 AS "mf0"`` (``$mf0`` in the path): ``@."k".type() == "string" && @."k" ==
   $mf0``. A JSON ``type()`` test before the comparison makes it type-strict (without it, lax

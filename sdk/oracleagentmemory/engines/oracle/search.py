@@ -23,8 +23,10 @@ behaviour is the PostgreSQL engine's (``engines/postgres/search.py``):
 * hybrid rounds return both sides in one statement (side 0 vector, side 1 keyword, each limited
   to ``budget``) and the core fuses them by reciprocal-rank fusion, as on PostgreSQL.
   ``DBMS_HYBRID_VECTOR.SEARCH`` is not used: it fuses inside the database with its own scorer
-  and its JSON query cannot carry the scope, expiry, status and metadata filters, so the same
-  search would rank differently than on PostgreSQL and a filtered search could come up short.
+  (RRF, RSF or WRRF over its own top-k) and its JSON parameter, as documented (PL/SQL Packages
+  Reference, "DBMS_HYBRID_VECTOR.SEARCH"), has no place for the scope, expiry, status and
+  metadata filters to apply before that top-k, so the same search would rank differently than
+  on PostgreSQL and a filtered search could come up short.
   The keyword side queries ``chunk_text`` with ``CONTAINS``, which a hybrid vector index (an
   Oracle Text SEARCH INDEX type, AI Vector Search Guide, "CREATE HYBRID VECTOR INDEX") serves
   as a CONTEXT index does [inferred, not run live].
