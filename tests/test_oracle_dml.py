@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import array
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -45,7 +45,14 @@ from oracleagentmemory.engines.interfaces import (
     RowPlan,
     UpdatePlan,
 )
-from oracleagentmemory.engines.oracle import deletes, inserts, reads, record_sql, updates
+from oracleagentmemory.engines.oracle import (
+    deletes,
+    inserts,
+    reads,
+    record_sql,
+    relations,
+    updates,
+)
 from oracleagentmemory.engines.oracle.bindset import BindSet
 from oracleagentmemory.engines.oracle.names import (
     RESERVED_WORDS,
@@ -53,6 +60,7 @@ from oracleagentmemory.engines.oracle.names import (
     derive_store_names,
 )
 from oracleagentmemory.engines.oracle.record_sql import Batch, Query, Statement
+from oracleagentmemory.engines.oracle.statement import OracleStatement
 from oracleagentmemory.errors import DuplicateRecordError, InvalidArgumentError
 from oracleagentmemory.filtertree import And
 from sqlglot import exp
@@ -158,6 +166,8 @@ def read_items() -> list[tuple[str, Item]]:
 def update_items() -> list[tuple[str, Item]]:
     o = objects()
     scope: updates.Scope = ("t1", "alice", "a1")
+    vectors = updates.vector_batch(o, [11, 12], [vector(1, 2, 3), None])
+    assert vectors is not None
     return [
         ("update_statement: nothing but updated_at",
          updates.update_statement(o, UpdatePlan("fact", "m1"))),
@@ -187,7 +197,7 @@ def update_items() -> list[tuple[str, Item]]:
         ("chunk_ids", updates.chunk_ids(o, UpdatePlan("fact", "m1"), scope)),
         ("chunk_ids of a user profile (owner: the actor)",
          updates.chunk_ids(o, UpdatePlan("user_profile", "alice"), (None, None, None))),
-        ("vector_batch", updates.vector_batch(o, [11, 12], [vector(1, 2, 3), None])),
+        ("vector_batch", vectors),
     ]
 
 
@@ -199,16 +209,10 @@ def delete_items() -> list[tuple[str, Item]]:
                                    ("user_profile", "alice"), ("thread_summary", "s1")):
         logical, where = deletes.record_where(record_type, record_id)
         items.append((f"delete_rows: one {record_type}", deletes.delete_rows(o, logical, where)))
-    fact_where = deletes.record_where("fact", "m1")[1]
     chunks = deletes.delete_chunks(o, deletes.chunk_types("memory"), keys)
-    links = deletes.delete_links_of(o, keys)
-    status = deletes.recompute_status(o, ["m3", "m1", "m3"])
-    assert chunks is not None and links is not None and status is not None
+    assert chunks is not None
     items += [
-        ("lifecycle_targets of one memory", deletes.lifecycle_targets(o, fact_where)),
         ("delete_chunks of deleted memories", chunks),
-        ("delete_links_of deleted memories", links),
-        ("recompute_status", status),
         ("delete_rows: image parts of deleted messages", deletes.delete_rows(
             o, "document", deletes.message_images_where([("msg-1", "alice")]))),
         ("delete_record_chunks of a user profile",
@@ -310,7 +314,7 @@ def test_every_statement_parses_into_a_real_expression() -> None:
     for _, item in all_items():
         tree = parse(statement_of(item))
         kinds[tree.key] = kinds.get(tree.key, 0) + 1
-    assert kinds == {"insert": 9, "select": 19, "update": 13, "delete": 22}, kinds
+    assert kinds == {"insert": 9, "select": 18, "update": 12, "delete": 21}, kinds
 
 
 @pytest.mark.parametrize("broken", [
@@ -330,7 +334,7 @@ def test_positive_control_a_broken_statement_is_caught(broken: str) -> None:
 _BIND = re.compile(r"(?<![\w'])[:]([a-z_][a-z0-9_]*)")
 
 
-def bind_problems(statement: Statement | Batch) -> list[str]:
+def bind_problems(statement: Statement | Batch | OracleStatement) -> list[str]:
     """What is wrong with a statement's binds: unbound or unused names, reserved words, and
     JSON/timestamp/vector values without their input size."""
     used = set(_BIND.findall(statement.sql))
@@ -338,6 +342,10 @@ def bind_problems(statement: Statement | Batch) -> list[str]:
     if isinstance(statement, Batch):
         bind_sets = [dict(row) for row in statement.rows]
         out: set[str] = set()
+    elif isinstance(statement, OracleStatement):
+        assert not statement.many and isinstance(statement.binds, Mapping)
+        bind_sets = [dict(statement.binds)]
+        out = set(statement.out_binds)
     else:
         bind_sets = [dict(statement.binds)]
         out = set(statement.returning)
@@ -620,6 +628,7 @@ def test_vector_rewrites_must_align_with_the_stored_chunks() -> None:
     with pytest.raises(InvalidArgumentError):
         updates.vector_batch(objects(), [1, 2], [vector(1, 2, 3)])
     updates.check_vector_count([1], [None])
+    assert updates.vector_batch(objects(), [], []) is None
 
 
 def test_replacing_image_parts_takes_the_stored_message_scope() -> None:
@@ -644,8 +653,6 @@ def test_delete_builders_refuse_what_has_no_meaning() -> None:
     with pytest.raises(InvalidArgumentError):
         deletes.actor_cascade("id; DROP TABLE x", "x")
     assert deletes.delete_chunks(objects(), ("fact",), []) is None
-    assert deletes.delete_links_of(objects(), []) is None
-    assert deletes.recompute_status(objects(), []) is None
 
 
 def test_deletes_return_the_keys_of_the_deleted_rows() -> None:
@@ -658,12 +665,23 @@ def test_deletes_return_the_keys_of_the_deleted_rows() -> None:
     assert set(profile.returning) == {"deleted_id", "deleted_owner"}
 
 
+def test_the_delete_where_fragments_compose_with_the_relation_statements() -> None:
+    """A memory delete's WHERE goes into ``relations.lifecycle_targets_from`` unchanged."""
+    o = objects()
+    wheres = [deletes.record_where("fact", "m1")[1], deletes.expired_where(),
+              *(w for logical, w in deletes.thread_cascade("t1") if logical == "memory"),
+              *(w for logical, w in deletes.actor_cascade("user_id", "u") if logical == "memory")]
+    for where in wheres:
+        targets = relations.lifecycle_targets_from(o, where.sql, where.binds)
+        assert where.sql in targets.sql and bind_problems(targets) == [], targets.sql
+        tree = sqlglot.parse_one(targets.sql, read="oracle")
+        assert isinstance(tree, exp.Select)
+
+
 def test_chunk_types_and_key_lists() -> None:
     assert deletes.chunk_types("memory") == ("fact", "guideline", "memory", "preference")
     assert deletes.chunk_types("actor_profile") == ("user_profile", "agent_profile")
     assert deletes.chunk_types("thread") == ()
-    status = deletes.recompute_status(objects(), ["b", "a", "b"])
-    assert status is not None and status.binds["memory_ids"] == ["a", "b"]
     images = deletes.message_images_where([("m", None)])
     assert images.binds["message_keys"] == [{"id": "m", "owner": None}]
     assert images.input_sizes["message_keys"] is oracledb.DB_TYPE_JSON

@@ -3,15 +3,16 @@
 Builders only. The unit of work is *delete where* (``logical`` table, a WHERE fragment and its
 binds), which the session runs as:
 
-1. ``memory`` only: :func:`lifecycle_targets` (fetch the target ids: their status must be
-   recomputed once the links are gone).
+1. ``memory`` only: ``relations.lifecycle_targets_from(o, where.sql, where.binds)`` (fetch
+   the target ids: their status must be recomputed once the links are gone). The link
+   statements are :mod:`~oracleagentmemory.engines.oracle.relations`' (one builder each).
 2. :func:`delete_rows`: the ``DELETE ... RETURNING`` of the rows, whose out-binds
    ``deleted_id`` and ``deleted_owner`` give the keys of the rows really deleted (Deep Data
    Security skips rows the end user may not delete, silently: RETURNING reports exactly the
    deleted ones, where a later ``EXISTS`` on the parents would not).
 3. With ``keys = list(zip(deleted_id, deleted_owner))``, when not empty:
    :func:`delete_chunks` of :func:`chunk_types` ``(logical)``; for ``memory``
-   :func:`delete_links_of` then :func:`recompute_status` of step 1's targets; for
+   ``relations.delete_links_of(o, keys)`` then ``relations.recompute_status(o, targets)``; for
    ``message``, *delete where* ``document`` with :func:`message_images_where` ``(keys)``.
 
 The operations, each from *delete where* steps: ``delete_record`` (``thread``: as
@@ -30,7 +31,6 @@ from typing import Any
 
 from oracleagentmemory.engines.layout import (
     EXPIRING_TABLES,
-    LIFECYCLE_RELATION_TYPES,
     MEMORY_TYPES,
     TABLE_OF_TYPE,
     THREAD_CASCADE,
@@ -43,7 +43,6 @@ from oracleagentmemory.engines.oracle.record_sql import (
     json_binds,
     key_list,
     key_list_table,
-    merge_binds,
     record_key,
     same_owner,
 )
@@ -57,9 +56,6 @@ class Where:
     sql: str
     binds: Mapping[str, Any] = field(default_factory=dict)
     input_sizes: Mapping[str, Any] = field(default_factory=dict)
-
-LIFECYCLE_TYPES = sorted(LIFECYCLE_RELATION_TYPES)
-"""Relation types that make their target INVALID while they exist (bound as a JSON list)."""
 
 ACTOR_COLUMNS = ("user_id", "agent_id")
 
@@ -106,56 +102,6 @@ def delete_record_chunks(o: OracleObjects, record_type: str, record_id: str,
     statement = delete_chunks(o, (record_type,), [(record_id, owner)])
     assert statement is not None
     return statement
-
-
-def lifecycle_targets(o: OracleObjects, memory_where: Where) -> Statement:
-    """Targets of lifecycle links whose source memory matches ``memory_where`` (its columns
-    resolve to the memory ``m``); fetch ``row[0]`` of every row."""
-    binds, sizes = json_binds(lifecycle_types=LIFECYCLE_TYPES)
-    return Statement(
-        sql=(f"SELECT DISTINCT l.target_id FROM {o.table('memory_link')} l WHERE "
-             f"l.relation_type IN (SELECT v FROM {id_list_table('lifecycle_types')}) AND "
-             f"EXISTS (SELECT 1 FROM {o.table('memory')} m WHERE m.id = l.source_id AND "
-             f"({same_owner('m.user_id', 'l.user_id')} OR m.user_id IS NULL) AND "
-             f"{memory_where.sql})"),
-        binds=merge_binds(memory_where.binds, binds),
-        input_sizes={**memory_where.input_sizes, **sizes})
-
-
-def delete_links_of(o: OracleObjects, keys: Sequence[tuple[str, str | None]]
-                    ) -> Statement | None:
-    """Delete the relations of the deleted memories ``(id, owner)``.
-
-    A link belongs to the owner of its endpoints; a global memory is an endpoint of links of
-    any owner that has no memory of its own with that id.
-    """
-    if not keys:
-        return None
-    binds, sizes = json_binds(deleted_keys=key_list(keys))
-    return Statement(
-        sql=(f"DELETE FROM {o.table('memory_link')} l WHERE EXISTS (SELECT 1 FROM "
-             f"{key_list_table('deleted_keys')} d WHERE (l.source_id = d.id OR "
-             f"l.target_id = d.id) AND ({same_owner('l.user_id', 'd.owner')} OR "
-             f"(d.owner IS NULL AND NOT EXISTS (SELECT 1 FROM {o.table('memory')} m "
-             "WHERE m.id = d.id AND m.user_id = l.user_id))))"),
-        binds=binds, input_sizes=sizes)
-
-
-def recompute_status(o: OracleObjects, memory_ids: Sequence[str]) -> Statement | None:
-    """INVALID while a lifecycle link targets the memory, VALID otherwise (for
-    ``memory_ids``); ``None`` when there are none."""
-    if not memory_ids:
-        return None
-    binds, sizes = json_binds(lifecycle_types=LIFECYCLE_TYPES,
-                              memory_ids=sorted(set(memory_ids)))
-    return Statement(
-        sql=(f"UPDATE {o.table('memory')} m SET status = CASE WHEN EXISTS (SELECT 1 FROM "
-             f"{o.table('memory_link')} l WHERE l.target_id = m.id AND "
-             f"({same_owner('l.user_id', 'm.user_id')} OR m.user_id IS NULL) AND "
-             f"l.relation_type IN (SELECT v FROM {id_list_table('lifecycle_types')})) "
-             "THEN 'invalid' ELSE 'valid' END, updated_at = SYSTIMESTAMP "
-             f"WHERE m.id IN (SELECT v FROM {id_list_table('memory_ids')})"),
-        binds=binds, input_sizes=sizes)
 
 
 # --- WHERE fragments of the operations ---------------------------------------------------------

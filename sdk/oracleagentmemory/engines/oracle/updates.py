@@ -13,8 +13,8 @@ Builders only. ``EngineSession.update_record(plan)`` on Oracle runs:
    :func:`sync_message_images`.
 3. ``plan.chunks`` set: ``deletes.delete_record_chunks(record type, id, chunk owner)`` and
    ``inserts.chunk_batch`` of :func:`chunk_plan`. Else ``plan.chunk_vectors`` set: fetch
-   :func:`chunk_ids`, check :func:`check_vector_count`, then ``executemany``
-   :func:`vector_batch`. The chunk owner is :func:`chunk_owner`.
+   :func:`chunk_ids`, then ``executemany`` :func:`vector_batch` (which checks
+   the count first). The chunk owner is :func:`chunk_owner`.
 4. Return 1.
 
 ``UNSET`` plan fields leave their columns alone; ``updated_at`` is always set.
@@ -183,9 +183,13 @@ def check_vector_count(ids: Sequence[Any], vectors: Sequence[Vector | None]) -> 
 
 
 def vector_batch(o: OracleObjects, ids: Sequence[Any],
-                 vectors: Sequence[Vector | None]) -> Batch:
-    """Rewrite the vectors of the retrieval rows ``ids`` (aligned with ``vectors``)."""
+                 vectors: Sequence[Vector | None]) -> Batch | None:
+    """Rewrite the vectors of the retrieval rows ``ids`` (aligned with ``vectors``); ``None``
+    when there are none (python-oracledb's thin ``executemany`` refuses an empty list,
+    python-oracledb issue #508)."""
     check_vector_count(ids, vectors)
+    if not ids:
+        return None
     rows = tuple({"embedding": None if v is None else vector_bind(
                       v, int(np.asarray(v).shape[0])), "chunk_id": int(i)}
                  for v, i in zip(vectors, ids, strict=True))

@@ -26,25 +26,10 @@ DELETE FROM "OAM_OWNER"."ST_ACTOR_PROFILE" WHERE actor_type = :key_actor_type AN
 -- returning into: deleted_id=DB_TYPE_VARCHAR, deleted_owner=DB_TYPE_VARCHAR
 DELETE FROM "OAM_OWNER"."ST_THREAD_SUMMARY" WHERE id = :key_id RETURNING id, user_id INTO :deleted_id, :deleted_owner;
 
--- lifecycle_targets of one memory
--- binds: key_id='m1', key_record_type='fact', lifecycle_types=['duplicates', 'refines', 'supersedes']
--- input sizes: lifecycle_types=DB_TYPE_JSON
-SELECT DISTINCT l.target_id FROM "OAM_OWNER"."ST_MEMORY_LINK" l WHERE l.relation_type IN (SELECT v FROM JSON_TABLE(:lifecycle_types, '$[*]' COLUMNS (v VARCHAR2(128 CHAR) PATH '$'))) AND EXISTS (SELECT 1 FROM "OAM_OWNER"."ST_MEMORY" m WHERE m.id = l.source_id AND (DECODE(m.user_id, l.user_id, 1, 0) = 1 OR m.user_id IS NULL) AND record_type = :key_record_type AND id = :key_id);
-
 -- delete_chunks of deleted memories
 -- binds: chunk_types=['fact', 'guideline', 'memory', 'preference'], deleted_keys=[{'id': 'm1', 'owner': 'alice'}, {'id': 'm2', 'owner': None}]
 -- input sizes: chunk_types=DB_TYPE_JSON, deleted_keys=DB_TYPE_JSON
 DELETE FROM "OAM_OWNER"."ST_RECORD_CHUNKS" c WHERE c.record_type IN (SELECT v FROM JSON_TABLE(:chunk_types, '$[*]' COLUMNS (v VARCHAR2(128 CHAR) PATH '$'))) AND EXISTS (SELECT 1 FROM JSON_TABLE(:deleted_keys, '$[*]' COLUMNS (id VARCHAR2(128 CHAR) PATH '$.id', owner VARCHAR2(128 CHAR) PATH '$.owner')) d WHERE c.record_id = d.id AND DECODE(c.user_id, d.owner, 1, 0) = 1);
-
--- delete_links_of deleted memories
--- binds: deleted_keys=[{'id': 'm1', 'owner': 'alice'}, {'id': 'm2', 'owner': None}]
--- input sizes: deleted_keys=DB_TYPE_JSON
-DELETE FROM "OAM_OWNER"."ST_MEMORY_LINK" l WHERE EXISTS (SELECT 1 FROM JSON_TABLE(:deleted_keys, '$[*]' COLUMNS (id VARCHAR2(128 CHAR) PATH '$.id', owner VARCHAR2(128 CHAR) PATH '$.owner')) d WHERE (l.source_id = d.id OR l.target_id = d.id) AND (DECODE(l.user_id, d.owner, 1, 0) = 1 OR (d.owner IS NULL AND NOT EXISTS (SELECT 1 FROM "OAM_OWNER"."ST_MEMORY" m WHERE m.id = d.id AND m.user_id = l.user_id))));
-
--- recompute_status
--- binds: lifecycle_types=['duplicates', 'refines', 'supersedes'], memory_ids=['m1', 'm3']
--- input sizes: lifecycle_types=DB_TYPE_JSON, memory_ids=DB_TYPE_JSON
-UPDATE "OAM_OWNER"."ST_MEMORY" m SET status = CASE WHEN EXISTS (SELECT 1 FROM "OAM_OWNER"."ST_MEMORY_LINK" l WHERE l.target_id = m.id AND (DECODE(l.user_id, m.user_id, 1, 0) = 1 OR m.user_id IS NULL) AND l.relation_type IN (SELECT v FROM JSON_TABLE(:lifecycle_types, '$[*]' COLUMNS (v VARCHAR2(128 CHAR) PATH '$')))) THEN 'invalid' ELSE 'valid' END, updated_at = SYSTIMESTAMP WHERE m.id IN (SELECT v FROM JSON_TABLE(:memory_ids, '$[*]' COLUMNS (v VARCHAR2(128 CHAR) PATH '$')));
 
 -- delete_rows: image parts of deleted messages
 -- binds: message_keys=[{'id': 'msg-1', 'owner': 'alice'}]
