@@ -1,8 +1,10 @@
-"""Embedders: local ones (hashing, WordLlama) and HTTP clients for OpenAI-compatible services."""
+"""Embedders: local ones (hashing, WordLlama), HTTP clients for OpenAI-compatible services, and
+in-database models (Oracle)."""
 
 from oracleagentmemory.core.embedders.embedder import Embedder
 from oracleagentmemory.core.embedders.hashing import HashingEmbedder
 from oracleagentmemory.core.embedders.openai_compatible import OpenAICompatibleEmbedder
+from oracleagentmemory.core.embedders.oracle_db import OracleDBEmbedder
 from oracleagentmemory.core.embedders.wordllama_embedder import WordLlamaEmbedder
 from oracleagentmemory.errors import EmbeddingServiceError
 
@@ -11,5 +13,6 @@ __all__ = [
     "EmbeddingServiceError",
     "HashingEmbedder",
     "OpenAICompatibleEmbedder",
+    "OracleDBEmbedder",
     "WordLlamaEmbedder",
 ]

@@ -48,6 +48,12 @@ class OracleStatement:
     out_binds: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
 
+    def named_binds(self) -> dict[str, Any]:
+        """The binds of a single execution (``execute``), as a new dict."""
+        if self.many or not isinstance(self.binds, Mapping):
+            raise TypeError("an executemany statement has a list of bind mappings")
+        return dict(self.binds)
+
 
 def bind_name(name: str) -> str:
     """``name`` checked as a bind variable name (lower case, at most 30 characters)."""

@@ -1,0 +1,238 @@
+"""In-database embeddings on Oracle: ``VECTOR_EMBEDDING`` with an ONNX model in the database,
+and loading such a model with ``DBMS_VECTOR.LOAD_ONNX_MODEL``.
+
+``VECTOR_EMBEDDING(model USING expr AS data)`` returns one ``VECTOR`` whose dimension the model
+fixes (Oracle SQL Language Reference, "VECTOR_EMBEDDING"; AI Vector Search User's Guide). A
+batch of texts is one query: the texts are bound as one JSON array (``DB_TYPE_JSON``) and
+unnested with ``JSON_TABLE ... FOR ORDINALITY``, so the rows come back in the texts' order
+(:func:`batch_embedding_sql`); a single text uses ``FROM dual`` (:func:`single_embedding_sql`).
+The model name is an identifier, never a bind: validated and quoted by
+:mod:`~oracleagentmemory.engines.oracle.names` (``MODEL`` or ``OWNER.MODEL``; name it with its
+owner when end-user sessions, which run as ``XS$NULL``, embed through the connection).
+
+Model names follow the rules ``DBMS_VECTOR`` states for them: an unquoted identifier of at most
+123 characters, in a schema of at most 128 (``LOAD_ONNX_MODEL`` usage notes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import oracledb
+
+from oracleagentmemory.engines.in_database import InDatabaseEmbedding
+from oracleagentmemory.engines.oracle.ddl import MAX_VECTOR_DIM
+from oracleagentmemory.engines.oracle.driver_errors import translate
+from oracleagentmemory.engines.oracle.names import RESERVED_WORDS, normalise, quote
+from oracleagentmemory.engines.oracle.statement import OracleStatement, json_sizes
+from oracleagentmemory.errors import (
+    DatabaseUnavailableError,
+    EmbeddingServiceError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    OperationTimeoutError,
+    SecurityContextError,
+)
+
+MAX_MODEL_NAME_CHARS = 123
+"""The longest model name ``DBMS_VECTOR`` accepts (its schema may have 128)."""
+
+DEFAULT_ONNX_METADATA: dict[str, Any] = {
+    "function": "embedding", "embeddingOutput": "embedding", "input": {"input": ["DATA"]}}
+"""``LOAD_ONNX_MODEL``'s documented default metadata: an embedding model whose one input is
+``DATA`` (hence ``USING ... AS data`` in the queries)."""
+
+_SYNC_SOURCES = (oracledb.Connection, oracledb.ConnectionPool)
+_ASYNC_SOURCES = (oracledb.AsyncConnection, oracledb.AsyncConnectionPool)
+
+
+# --- names ------------------------------------------------------------------------------------
+def model_name(model: object) -> str:
+    """``model`` (``"doc_model"`` or ``"owner.doc_model"``) validated and upper-cased:
+    ``"DOC_MODEL"`` / ``"OWNER.DOC_MODEL"``, as the dictionary and ``LOAD_ONNX_MODEL`` name it."""
+    if not isinstance(model, str):
+        raise InvalidArgumentTypeError(
+            f"model must be a str, got {type(model).__name__}", argument="model")
+    parts = model.split(".")
+    if len(parts) > 2:
+        raise InvalidArgumentError(
+            f"model must be MODEL or OWNER.MODEL, got {model!r}", argument="model")
+    name = normalise(parts[-1], what="model")
+    if len(name) > MAX_MODEL_NAME_CHARS or name in RESERVED_WORDS:
+        raise InvalidArgumentError(
+            f"model must be an unquoted identifier of at most {MAX_MODEL_NAME_CHARS} "
+            f"characters and not a reserved word, got {model!r}", argument="model")
+    owner = [normalise(parts[0], what="model owner")] if len(parts) == 2 else []
+    return ".".join([*owner, name])
+
+
+def model_reference(model: object) -> str:
+    """The model as SQL: ``"DOC_MODEL"`` or ``"OWNER"."DOC_MODEL"``."""
+    return ".".join(quote(part, what="model") for part in model_name(model).split("."))
+
+
+# --- statements -----------------------------------------------------------------------------
+def single_embedding_sql(model: object) -> str:
+    """One text (bind ``text``) -> one row with ``embedding``."""
+    return (f"SELECT VECTOR_EMBEDDING({model_reference(model)} USING :text AS data) AS "
+            "\"embedding\" FROM dual")
+
+
+def batch_embedding_sql(model: object) -> str:
+    """A JSON array of texts (bind ``texts``) -> one row per text, ``(n, embedding)``, in order."""
+    return (f"SELECT j.n AS \"n\", VECTOR_EMBEDDING({model_reference(model)} USING j.txt AS "
+            "data) AS \"embedding\" FROM JSON_TABLE(:texts, '$[*]' COLUMNS (n FOR ORDINALITY, "
+            "txt CLOB PATH '$')) j ORDER BY j.n")
+
+
+def embedding_statement(model: object, texts: Sequence[str]) -> OracleStatement:
+    """The query embedding ``texts`` (one of them: ``FROM dual``; more: the batched form)."""
+    if len(texts) == 1:
+        return OracleStatement(sql=single_embedding_sql(model), binds={"text": texts[0]},
+                               columns=("embedding",))
+    return OracleStatement(sql=batch_embedding_sql(model), binds={"texts": list(texts)},
+                           input_sizes=json_sizes("texts"), columns=("n", "embedding"))
+
+
+def load_onnx_model(directory: str, file_name: str, model: str,
+                    metadata: Mapping[str, Any] | None = None) -> OracleStatement:
+    """``DBMS_VECTOR.LOAD_ONNX_MODEL`` of ``file_name`` in directory object ``directory`` as
+    ``model``; run as the schema owner (it needs ``CREATE MINING MODEL`` and READ on the
+    directory). Every value is bound; the metadata is JSON text read with ``JSON(...)``."""
+    if not isinstance(file_name, str) or not file_name or file_name in (".", "..") or any(
+            ch in file_name for ch in "/\\\0"):
+        raise InvalidArgumentError(
+            f"file_name must be a file name in the directory (no path), got {file_name!r}",
+            argument="file_name")
+    return OracleStatement(
+        sql=("BEGIN DBMS_VECTOR.LOAD_ONNX_MODEL(directory => :directory, file_name => "
+             ":file_name, model_name => :model_name, metadata => JSON(:metadata)); END;"),
+        binds={"directory": normalise(directory, what="directory"), "file_name": file_name,
+               "model_name": model_name(model),
+               "metadata": json.dumps(dict(metadata or DEFAULT_ONNX_METADATA))})
+
+
+# --- results ----------------------------------------------------------------------------------
+def vectors_from_rows(rows: Sequence[Sequence[Any]], count: int, dimension: int, model: str
+                      ) -> npt.NDArray[np.float32]:
+    """The fetched ``embedding`` values (last column of each row) as a ``(count, dimension)``
+    float32 array; :class:`EmbeddingServiceError` unless there is one finite vector of the
+    declared dimension per text."""
+    if len(rows) != count:
+        raise EmbeddingServiceError(
+            f"in-database model {model} returned {len(rows)} embeddings for {count} texts")
+    vectors = np.zeros((count, dimension), dtype=np.float32)
+    for n, row in enumerate(rows):
+        value = row[-1]
+        if value is None:
+            raise EmbeddingServiceError(
+                f"in-database model {model} returned no embedding for text {n}")
+        vector = np.asarray(value, dtype=np.float32)
+        if vector.shape != (dimension,):
+            raise EmbeddingServiceError(
+                f"in-database model {model} returned a vector of shape {vector.shape}; "
+                f"embedding_dimension is {dimension}")
+        vectors[n] = vector
+    if not np.all(np.isfinite(vectors)):
+        raise EmbeddingServiceError(f"in-database model {model} returned non-finite values")
+    return vectors
+
+
+def _failure(exc: oracledb.Error, model: str) -> Exception:
+    """A reachability, login or context failure as the driver layer types it; anything else
+    (an unknown model, a text the model cannot take) as the embedding service's failure."""
+    typed = translate(exc)
+    if isinstance(typed, (DatabaseUnavailableError, SecurityContextError, OperationTimeoutError)):
+        return typed
+    return EmbeddingServiceError(f"in-database model {model} failed: {typed.message}")
+
+
+# --- execution --------------------------------------------------------------------------------
+class OracleInDatabaseEmbedding(InDatabaseEmbedding):
+    """Embeds with ``VECTOR_EMBEDDING`` through an ``oracledb`` connection or pool (sync or
+    async): ``batch_size`` texts per query, one pooled connection per call."""
+
+    def __init__(self, connection: object, *, model: str, embedding_dimension: int,
+                 batch_size: int) -> None:
+        if not isinstance(connection, (*_SYNC_SOURCES, *_ASYNC_SOURCES)):
+            raise InvalidArgumentTypeError(
+                "connection must be an oracledb Connection, ConnectionPool, AsyncConnection or "
+                f"AsyncConnectionPool, got {type(connection).__name__}", argument="connection")
+        if isinstance(embedding_dimension, bool) or not isinstance(embedding_dimension, int) \
+                or not 1 <= embedding_dimension <= MAX_VECTOR_DIM:
+            raise InvalidArgumentError(
+                f"embedding_dimension must be an integer from 1 to {MAX_VECTOR_DIM}, got "
+                f"{embedding_dimension!r}", argument="embedding_dimension")
+        self.model = model_name(model)
+        self.embedding_dimension = embedding_dimension
+        self._source = connection
+        self._batch_size = batch_size
+
+    def _batches(self, texts: Sequence[str]) -> list[list[str]]:
+        items = list(texts)
+        return [items[i : i + self._batch_size] for i in range(0, len(items), self._batch_size)]
+
+    @contextmanager
+    def _connection(self) -> Iterator[oracledb.Connection]:
+        if isinstance(self._source, oracledb.ConnectionPool):
+            with self._source.acquire() as conn:
+                yield conn
+        elif isinstance(self._source, oracledb.Connection):
+            yield self._source
+        else:
+            raise InvalidArgumentTypeError(
+                "an OracleDBEmbedder on an async oracledb connection or pool embeds with "
+                "embed_async only; give it a synchronous Connection or ConnectionPool for "
+                "embed", argument="connection")
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed ``texts`` (one query per batch, on one connection)."""
+        batches = self._batches(texts)
+        if not batches:
+            return np.zeros((0, self.embedding_dimension), dtype=np.float32)
+        parts = []
+        try:
+            with self._connection() as conn, conn.cursor() as cursor:
+                for batch in batches:
+                    statement = embedding_statement(self.model, batch)
+                    cursor.setinputsizes(**statement.input_sizes)
+                    cursor.execute(statement.sql, statement.named_binds())
+                    parts.append(vectors_from_rows(cursor.fetchall(), len(batch),
+                                                   self.embedding_dimension, self.model))
+        except oracledb.Error as exc:
+            raise _failure(exc, self.model) from exc
+        return np.vstack(parts)
+
+    @asynccontextmanager
+    async def _async_connection(self) -> Any:
+        if isinstance(self._source, oracledb.AsyncConnectionPool):
+            async with self._source.acquire() as conn:
+                yield conn
+        else:
+            yield self._source
+
+    async def embed_async(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed ``texts``; on an async connection or pool with the driver's async API."""
+        if isinstance(self._source, _SYNC_SOURCES):
+            return await super().embed_async(texts)
+        batches = self._batches(texts)
+        if not batches:
+            return np.zeros((0, self.embedding_dimension), dtype=np.float32)
+        parts = []
+        try:
+            async with self._async_connection() as conn:
+                with conn.cursor() as cursor:
+                    for batch in batches:
+                        statement = embedding_statement(self.model, batch)
+                        cursor.setinputsizes(**statement.input_sizes)
+                        await cursor.execute(statement.sql, statement.named_binds())
+                        parts.append(vectors_from_rows(await cursor.fetchall(), len(batch),
+                                                       self.embedding_dimension, self.model))
+        except oracledb.Error as exc:
+            raise _failure(exc, self.model) from exc
+        return np.vstack(parts)
