@@ -39,13 +39,13 @@ from oracleagentmemory.engines.oracle.names import OracleObjects
 from oracleagentmemory.engines.oracle.record_sql import (
     VARCHAR_OUT,
     Statement,
-    id_list_table,
     json_binds,
     key_list,
     key_list_table,
     record_key,
     same_owner,
 )
+from oracleagentmemory.engines.oracle.statement import id_list
 from oracleagentmemory.errors import InvalidArgumentError
 
 
@@ -90,7 +90,7 @@ def delete_chunks(o: OracleObjects, record_types: Sequence[str],
     binds, sizes = json_binds(deleted_keys=key_list(keys), chunk_types=list(record_types))
     return Statement(
         sql=(f"DELETE FROM {o.table('record_chunks')} c WHERE c.record_type IN "
-             f"(SELECT v FROM {id_list_table('chunk_types')}) AND EXISTS (SELECT 1 FROM "
+             f"({id_list('chunk_types')}) AND EXISTS (SELECT 1 FROM "
              f"{key_list_table('deleted_keys')} d WHERE c.record_id = d.id "
              f"AND {same_owner('c.user_id', 'd.owner')})"),
         binds=binds, input_sizes=sizes)

@@ -35,7 +35,7 @@ the decoding of its fetched rows), and executes nothing. What the session must d
 Oracle reads ``''`` as NULL: text stored empty comes back NULL, so :class:`Query` decodes
 the text of memories, messages and profiles (never NULL on PostgreSQL) back to ``''``; an
 image description stored empty comes back ``None``. Lists of keys are bound as one JSON
-array and read with ``JSON_TABLE`` (:func:`id_list_table`, :func:`key_list_table`): one
+array and read with ``JSON_TABLE`` (``statement.id_list``, :func:`key_list_table`): one
 statement text for any number of keys, and no 1000-expression ``IN`` limit (ORA-01795).
 """
 
@@ -51,13 +51,11 @@ import oracledb
 
 from oracleagentmemory.engines.oracle import bindset
 from oracleagentmemory.engines.oracle.binds import json_input_sizes, utc_from_fetch
+from oracleagentmemory.engines.oracle.statement import ID_COLUMN_TYPE, bind_name
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 NOT_EXPIRED = "(expires_at IS NULL OR expires_at > SYSTIMESTAMP)"
 """Rows a read may return: not expired at the statement's time."""
-
-ID_TYPE = "VARCHAR2(128 CHAR)"
-"""The SQL type of ids and owners read from a JSON key list (the columns' type)."""
 
 
 @dataclass(frozen=True)
@@ -237,16 +235,12 @@ def same_owner(left: str, right: str) -> str:
     return f"DECODE({left}, {right}, 1, 0) = 1"
 
 
-def id_list_table(bind: str) -> str:
-    """``JSON_TABLE`` over the JSON array of ids bound as ``bind``; its column is ``v``."""
-    return f"JSON_TABLE(:{bind}, '$[*]' COLUMNS (v {ID_TYPE} PATH '$'))"
-
-
 def key_list_table(bind: str) -> str:
     """``JSON_TABLE`` over a JSON array of ``{"id": ..., "owner": ...}`` bound as ``bind``;
-    its columns are ``id`` and ``owner`` (NULL for a JSON null)."""
-    return (f"JSON_TABLE(:{bind}, '$[*]' COLUMNS (id {ID_TYPE} PATH '$.id', "
-            f"owner {ID_TYPE} PATH '$.owner'))")
+    its columns are ``id`` and ``owner`` (NULL for a JSON null). A plain id list is
+    :func:`oracleagentmemory.engines.oracle.statement.id_list`."""
+    return (f"JSON_TABLE(:{bind_name(bind)}, '$[*]' COLUMNS (id {ID_COLUMN_TYPE} PATH '$.id', "
+            f"owner {ID_COLUMN_TYPE} PATH '$.owner'))")
 
 
 def key_list(keys: Iterable[tuple[str, str | None]]) -> list[dict[str, str | None]]:

@@ -29,7 +29,7 @@ DELETE FROM "OAM_OWNER"."ST_THREAD_SUMMARY" WHERE id = :key_id RETURNING id, use
 -- delete_chunks of deleted memories
 -- binds: chunk_types=['fact', 'guideline', 'memory', 'preference'], deleted_keys=[{'id': 'm1', 'owner': 'alice'}, {'id': 'm2', 'owner': None}]
 -- input sizes: chunk_types=DB_TYPE_JSON, deleted_keys=DB_TYPE_JSON
-DELETE FROM "OAM_OWNER"."ST_RECORD_CHUNKS" c WHERE c.record_type IN (SELECT v FROM JSON_TABLE(:chunk_types, '$[*]' COLUMNS (v VARCHAR2(128 CHAR) PATH '$'))) AND EXISTS (SELECT 1 FROM JSON_TABLE(:deleted_keys, '$[*]' COLUMNS (id VARCHAR2(128 CHAR) PATH '$.id', owner VARCHAR2(128 CHAR) PATH '$.owner')) d WHERE c.record_id = d.id AND DECODE(c.user_id, d.owner, 1, 0) = 1);
+DELETE FROM "OAM_OWNER"."ST_RECORD_CHUNKS" c WHERE c.record_type IN (SELECT j.id FROM JSON_TABLE(:chunk_types, '$[*]' COLUMNS (id VARCHAR2(128 CHAR) PATH '$')) j) AND EXISTS (SELECT 1 FROM JSON_TABLE(:deleted_keys, '$[*]' COLUMNS (id VARCHAR2(128 CHAR) PATH '$.id', owner VARCHAR2(128 CHAR) PATH '$.owner')) d WHERE c.record_id = d.id AND DECODE(c.user_id, d.owner, 1, 0) = 1);
 
 -- delete_rows: image parts of deleted messages
 -- binds: message_keys=[{'id': 'msg-1', 'owner': 'alice'}]
@@ -40,7 +40,7 @@ DELETE FROM "OAM_OWNER"."ST_DOCUMENT" WHERE message_id IS NOT NULL AND EXISTS (S
 -- delete_record_chunks of a user profile
 -- binds: chunk_types=['user_profile'], deleted_keys=[{'id': 'alice', 'owner': 'alice'}]
 -- input sizes: chunk_types=DB_TYPE_JSON, deleted_keys=DB_TYPE_JSON
-DELETE FROM "OAM_OWNER"."ST_RECORD_CHUNKS" c WHERE c.record_type IN (SELECT v FROM JSON_TABLE(:chunk_types, '$[*]' COLUMNS (v VARCHAR2(128 CHAR) PATH '$'))) AND EXISTS (SELECT 1 FROM JSON_TABLE(:deleted_keys, '$[*]' COLUMNS (id VARCHAR2(128 CHAR) PATH '$.id', owner VARCHAR2(128 CHAR) PATH '$.owner')) d WHERE c.record_id = d.id AND DECODE(c.user_id, d.owner, 1, 0) = 1);
+DELETE FROM "OAM_OWNER"."ST_RECORD_CHUNKS" c WHERE c.record_type IN (SELECT j.id FROM JSON_TABLE(:chunk_types, '$[*]' COLUMNS (id VARCHAR2(128 CHAR) PATH '$')) j) AND EXISTS (SELECT 1 FROM JSON_TABLE(:deleted_keys, '$[*]' COLUMNS (id VARCHAR2(128 CHAR) PATH '$.id', owner VARCHAR2(128 CHAR) PATH '$.owner')) d WHERE c.record_id = d.id AND DECODE(c.user_id, d.owner, 1, 0) = 1);
 
 -- delete_thread cascade: message
 -- binds: thread_id='t1'
