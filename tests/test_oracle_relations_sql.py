@@ -5,16 +5,25 @@ Every statement is pinned by a reviewed golden file under
 and parsed with sqlglot's Oracle dialect into a real expression. sqlglot 30 lacks one piece of
 the syntax used: ``RETURNING ... INTO :binds`` (parsed with the ``INTO`` list removed, which a
 pattern checks instead). Binds, input sizes and the pure helpers are checked directly.
+
+The recursive graph walk's logic is also run, on the embedded PostgreSQL, after a translation
+that changes only spelling (``WITH RECURSIVE``, ``CYCLE ... USING path``, ``varchar``, psycopg
+binds), against a breadth-first reference of the core's hop-by-hop walk on random graphs: this
+checks the query's anchor, recursion bound, cycle handling and hop numbering, not Oracle's
+acceptance of the text.
 """
 
 from __future__ import annotations
 
+import json
+import random
 import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import oracledb
+import psycopg
 import pytest
 import sqlglot
 from golden_files import assert_matches_golden, golden_text
@@ -261,3 +270,89 @@ def test_other_batch_errors_are_left_to_the_caller() -> None:
     assert relations.duplicate_relation_error(objects(), [row(1)], [Err(
         0, 12899, "ORA-12899: value too large for column")]) is None
     assert relations.duplicate_relation_error(objects(), [row(1)], []) is None
+
+
+# --- the recursive walk's logic, run on the embedded PostgreSQL -----------------------------------
+def postgres_dialect(statement: str) -> str:
+    """The Oracle walk in PostgreSQL's words, changing only what PostgreSQL spells otherwise:
+    ``WITH RECURSIVE``, ``varchar``, ``CYCLE ... USING path``, no ``SYS_EXTRACT_UTC`` (the
+    timestamps are not compared), psycopg binds. The logic (anchor, recursive member, cycle
+    clause, hop numbering, final select) is the Oracle text's own."""
+    translated = statement.replace("WITH seeds", "WITH RECURSIVE seeds", 1)
+    translated = translated.replace("VARCHAR2(128 CHAR)", "varchar(128)")
+    translated = translated.replace("DEFAULT 'N' ", "DEFAULT 'N' USING path ", 1)
+    translated = re.sub(r"SYS_EXTRACT_UTC\((l\.\w+)\)", r"\1", translated)
+    translated = translated.replace(":node_ids", "%(node_ids)s::jsonb")
+    return translated.replace(":max_hops", "%(max_hops)s::int")
+
+
+def expected_walk(edges: list[tuple[str, str]], seeds: list[str], hops: int
+                  ) -> list[tuple[str, int]]:
+    """What the core's hop-by-hop walk fetches when no node is filtered out: breadth-first
+    distances, then every link touching a node nearer than ``hops``, at its nearest
+    endpoint's distance plus one; ordered by hop, then creation."""
+    distance = {seed: 0 for seed in seeds}
+    frontier = list(dict.fromkeys(seeds))
+    for hop in range(1, hops):
+        nxt = []
+        for a, b in edges:
+            for here, there in ((a, b), (b, a)):
+                if here in frontier and there not in distance:
+                    distance[there] = hop
+                    nxt.append(there)
+        frontier = nxt
+    found = []
+    for n, (a, b) in enumerate(edges):
+        near = [distance[x] for x in (a, b) if x in distance]
+        if near:
+            found.append((n, min(near) + 1))
+    return [(f"r{n}", hop) for n, hop in sorted(found, key=lambda item: (item[1], item[0]))]
+
+
+@pytest.mark.parametrize("trial", range(6))
+def test_the_recursive_walk_matches_the_breadth_first_walk(pg_url: str, trial: int) -> None:
+    rng = random.Random(trial)
+    nodes = [f"m{n}" for n in range(12)]
+    pairs = {tuple(sorted(rng.sample(nodes, 2))) for _ in range(rng.randint(6, 20))}
+    edges = [(a, b) if rng.random() < 0.5 else (b, a) for a, b in sorted(pairs)]
+    seeds = rng.sample(nodes, rng.randint(1, 3))
+    hops = rng.randint(1, 4)
+    statement = relations.links_within_hops(objects(), seeds, hops)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute('CREATE SCHEMA "OAM_OWNER"')
+        conn.execute(
+            'CREATE TABLE "OAM_OWNER"."ST_MEMORY_LINK" (id varchar(128), source_id varchar(128), '
+            "source_type text, target_id varchar(128), target_type text, relation_type text, "
+            "opposite_relation_type text, event_ts timestamptz, metadata jsonb, "
+            "created_at timestamptz DEFAULT now(), row_seq bigint GENERATED ALWAYS AS IDENTITY)")
+        for n, (a, b) in enumerate(edges):
+            conn.execute(
+                'INSERT INTO "OAM_OWNER"."ST_MEMORY_LINK" (id, source_id, source_type, '
+                "target_id, target_type, relation_type, opposite_relation_type) VALUES "
+                "(%s, %s, 'fact', %s, 'fact', 'refines', 'refined_by')", (f"r{n}", a, b))
+        rows = conn.execute(postgres_dialect(statement.sql),
+                            {"node_ids": json.dumps(seeds), "max_hops": hops}).fetchall()
+        conn.rollback()
+    assert [(r[0], r[-1]) for r in rows] == expected_walk(edges, seeds, hops)
+    assert all(len(r) == len(statement.columns) for r in rows)
+
+
+def test_positive_control_the_walk_comparison_sees_a_wrong_hop_bound(pg_url: str) -> None:
+    edges = [("m0", "m1"), ("m1", "m2"), ("m2", "m3")]  # a path: one more hop, one more link
+    statement = relations.links_within_hops(objects(), ["m0"], 2)
+    wrong = postgres_dialect(statement.sql).replace("w.hop + 1 < ", "w.hop < ")
+    with psycopg.connect(pg_url) as conn:
+        conn.execute('CREATE SCHEMA "OAM_OWNER"')
+        conn.execute('CREATE TABLE "OAM_OWNER"."ST_MEMORY_LINK" (id varchar(128), source_id '
+                     "varchar(128), source_type text, target_id varchar(128), target_type text, "
+                     "relation_type text, opposite_relation_type text, event_ts timestamptz, "
+                     "metadata jsonb, created_at timestamptz, row_seq bigint)")
+        for n, (a, b) in enumerate(edges):
+            conn.execute('INSERT INTO "OAM_OWNER"."ST_MEMORY_LINK" (id, source_id, target_id, '
+                         "row_seq) VALUES (%s, %s, %s, %s)", (f"r{n}", a, b, n))
+        right_rows = conn.execute(postgres_dialect(statement.sql),
+                                  {"node_ids": '["m0"]', "max_hops": 2}).fetchall()
+        wrong_rows = conn.execute(wrong, {"node_ids": '["m0"]', "max_hops": 2}).fetchall()
+        conn.rollback()
+    assert [(r[0], r[-1]) for r in right_rows] == expected_walk(edges, ["m0"], 2)
+    assert [(r[0], r[-1]) for r in wrong_rows] != expected_walk(edges, ["m0"], 2)
