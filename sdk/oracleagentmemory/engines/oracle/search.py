@@ -10,8 +10,9 @@ behaviour is the PostgreSQL engine's (``engines/postgres/search.py``):
   ``budget`` again;
 * vector rounds read the HNSW index (``FETCH APPROX FIRST :n ROWS ONLY WITH TARGET ACCURACY
   95``) unless the round is exact (``FETCH EXACT FIRST :n ROWS ONLY``, which never uses a vector
-  index: SQL Language Reference, "row_limiting_clause"); a short approximate round is repeated
-  exactly by the core;
+  index: SQL Language Reference, "row_limiting_clause"); the relational filters go with the
+  index scan as pre- or in-filtering (AI Vector Search Guide, "Optimizer Plans for HNSW Vector
+  Indexes"), and an approximate round that comes up short is repeated exactly by the core;
 * the first round of a search whose exact user filter keeps few chunks is exact from the start,
   by PostgreSQL's rule (:func:`exact_scan_bound`), counted through the ``(user_id, record_type,
   record_id)`` index;
