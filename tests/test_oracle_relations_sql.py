@@ -10,7 +10,9 @@ The recursive graph walk's logic is also run, on the embedded PostgreSQL, after 
 that changes only spelling (``WITH RECURSIVE``, ``CYCLE ... USING path``, ``varchar``, psycopg
 binds), against a breadth-first reference of the core's hop-by-hop walk on random graphs: this
 checks the query's anchor, recursion bound, cycle handling and hop numbering, not Oracle's
-acceptance of the text.
+acceptance of the text. The same way, the owner rules (``memory_types``,
+``lifecycle_targets_from``, ``delete_links_of``, ``recompute_status``) are run next to the
+PostgreSQL engine's functions on the same random rows, and must leave the same rows.
 """
 
 from __future__ import annotations
@@ -356,3 +358,122 @@ def test_positive_control_the_walk_comparison_sees_a_wrong_hop_bound(pg_url: str
         conn.rollback()
     assert [(r[0], r[-1]) for r in right_rows] == expected_walk(edges, ["m0"], 2)
     assert [(r[0], r[-1]) for r in wrong_rows] != expected_walk(edges, ["m0"], 2)
+
+
+# --- the owner rules, run on the embedded PostgreSQL against the PostgreSQL engine -------------
+def postgres_statement(statement: OracleStatement) -> tuple[str, dict[str, Any]]:
+    """An Oracle statement in PostgreSQL's spelling (``varchar``, ``now()``, psycopg binds, JSON
+    binds as ``jsonb``); the predicates are the Oracle text's own."""
+    translated = statement.sql.replace("VARCHAR2(128 CHAR)", "varchar(128)")
+    translated = translated.replace("SYSTIMESTAMP", "now()")
+    json_binds = {name for name, kind in statement.input_sizes.items()
+                  if kind is oracledb.DB_TYPE_JSON}
+    translated = re.sub(r":(\w+)", lambda m: f"%({m[1]})s::jsonb" if m[1] in json_binds
+                        else f"%({m[1]})s", translated)
+    binds = {name: json.dumps(value) if name in json_binds else value
+             for name, value in statement.named_binds().items()}
+    return translated, binds
+
+
+def owner_rule_tables(conn: psycopg.Connection[Any], rng: random.Random) -> None:
+    """The same memories and links in ``oam_owner`` (the PostgreSQL engine's names) and
+    ``"OAM_OWNER"`` (the Oracle statements' names); ids repeat across owners."""
+    owners = [None, "ALICE", "BOB"]
+    memories = {(f"m{rng.randint(0, 5)}", rng.choice(owners)) for _ in range(12)}
+    links = []
+    for n in range(14):
+        (a, owner_a), (b, owner_b) = rng.sample(sorted(memories, key=str), 2)
+        if a != b:
+            owner = owner_a or owner_b
+            links.append((f"r{n}", a, b, rng.choice(["refines", "supersedes", "about"]), owner))
+    for schema, memory, link in (("oam_owner", "st_memory", "st_memory_link"),
+                                 ('"OAM_OWNER"', '"ST_MEMORY"', '"ST_MEMORY_LINK"')):
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.{memory} (id varchar(128), record_type text, "
+                     "thread_id text, user_id varchar(128), status text DEFAULT 'valid', "
+                     "updated_at timestamptz)")
+        conn.execute(f"CREATE TABLE {schema}.{link} (id varchar(128), source_id varchar(128), "
+                     "target_id varchar(128), relation_type text, user_id varchar(128), "
+                     "row_seq bigint GENERATED ALWAYS AS IDENTITY)")
+        for n, (memory_id, owner) in enumerate(sorted(memories, key=str)):
+            conn.execute(f"INSERT INTO {schema}.{memory} (id, record_type, thread_id, user_id) "
+                         "VALUES (%s, 'fact', %s, %s)", (memory_id, f"t{n % 2}", owner))
+        for link_row in links:
+            conn.execute(f"INSERT INTO {schema}.{link} (id, source_id, target_id, "
+                         "relation_type, user_id) VALUES (%s, %s, %s, %s, %s)", link_row)
+
+
+@pytest.mark.parametrize("trial", range(5))
+def test_owner_rules_match_the_postgresql_engine(pg_url: str, trial: int) -> None:
+    from oracleagentmemory.engines.identifiers import store_names
+    from oracleagentmemory.engines.postgres import relations as pg_relations
+    from psycopg import sql
+
+    rng = random.Random(100 + trial)
+    pg_names = store_names(memory_store_id="st", table_name_prefix=None,
+                           schema_owner="oam_owner", fold="lower")
+    o = objects()
+    ids = [f"m{n}" for n in range(6)]
+    with psycopg.connect(pg_url) as conn:
+        owner_rule_tables(conn, rng)
+
+        def run(statement: OracleStatement | None) -> list[tuple[Any, ...]]:
+            assert statement is not None
+            text, binds = postgres_statement(statement)
+            cur = conn.execute(text, binds)
+            return cur.fetchall() if cur.description else []
+
+        def state(schema: str, memory: str, link: str) -> tuple[list[Any], list[Any]]:
+            return (conn.execute(f"SELECT id, user_id, status FROM {schema}.{memory} "
+                                 "ORDER BY 1, 2 NULLS FIRST").fetchall(),
+                    conn.execute(f"SELECT id FROM {schema}.{link} ORDER BY 1").fetchall())
+
+        oracle_types = relations.group_memory_types(
+            [dict(zip(("id", "record_type", "user_id"), r, strict=True))
+             for r in run(relations.memory_types(o, ids))])
+        pg_types = pg_relations.memory_types(conn, pg_names, ids)
+        assert {k: sorted(v, key=str) for k, v in oracle_types.items()} == \
+            {k: sorted(v, key=str) for k, v in pg_types.items()}
+        assert all(v[-1][1] is None or all(x[1] is not None for x in v) for v in
+                   oracle_types.values())  # owned first, NULLS LAST
+
+        oracle_targets = {r[0] for r in run(relations.lifecycle_targets_from(
+            o, "m.thread_id = :thread_id", {"thread_id": "t0"}))}
+        pg_targets = set(pg_relations.lifecycle_targets_from(
+            conn, pg_names, sql.SQL("thread_id = %s"), ["t0"]))
+        assert oracle_targets == pg_targets
+
+        deleted = rng.sample(sorted(set(conn.execute(
+            "SELECT id, user_id FROM oam_owner.st_memory").fetchall()), key=str), 3)
+        run(relations.delete_links_of(o, deleted))
+        pg_relations.delete_links_of(conn, pg_names, deleted)
+        run(relations.recompute_status(o, ids))
+        pg_relations.recompute_status(conn, pg_names, ids)
+        assert state('"OAM_OWNER"', '"ST_MEMORY"', '"ST_MEMORY_LINK"') == \
+            state("oam_owner", "st_memory", "st_memory_link")
+        conn.rollback()
+
+
+def test_positive_control_a_broken_owner_rule_is_seen(pg_url: str) -> None:
+    """A global memory targeted by a user's lifecycle link is INVALID; dropping the global
+    clause from the Oracle statement makes it VALID, which the comparison above would see."""
+    statement = relations.recompute_status(objects(), ["m1"])
+    assert statement is not None
+    broken = OracleStatement(sql=statement.sql.replace(" OR m.user_id IS NULL", ""),
+                             binds=statement.binds, input_sizes=statement.input_sizes)
+    assert broken.sql != statement.sql
+    with psycopg.connect(pg_url) as conn:
+        conn.execute('CREATE SCHEMA "OAM_OWNER"')
+        conn.execute('CREATE TABLE "OAM_OWNER"."ST_MEMORY" (id varchar(128), user_id '
+                     "varchar(128), status text, updated_at timestamptz)")
+        conn.execute('CREATE TABLE "OAM_OWNER"."ST_MEMORY_LINK" (target_id varchar(128), '
+                     "relation_type text, user_id varchar(128))")
+        conn.execute("""INSERT INTO "OAM_OWNER"."ST_MEMORY" VALUES ('m1', NULL, 'valid', NULL)""")
+        conn.execute("""INSERT INTO "OAM_OWNER"."ST_MEMORY_LINK" VALUES ('m1', 'supersedes',
+                        'ALICE')""")
+        statuses = []
+        for candidate in (statement, broken):
+            conn.execute(*postgres_statement(candidate))
+            statuses.append(conn.execute('SELECT status FROM "OAM_OWNER"."ST_MEMORY"').fetchone())
+        conn.rollback()
+    assert statuses == [("invalid",), ("valid",)]
