@@ -10,9 +10,10 @@ The recursive graph walk's logic is also run, on the embedded PostgreSQL, after 
 that changes only spelling (``WITH RECURSIVE``, ``CYCLE ... USING path``, ``varchar``, psycopg
 binds), against a breadth-first reference of the core's hop-by-hop walk on random graphs: this
 checks the query's anchor, recursion bound, cycle handling and hop numbering, not Oracle's
-acceptance of the text. The same way, the owner rules (``memory_types``,
-``lifecycle_targets_from``, ``delete_links_of``, ``recompute_status``) are run next to the
-PostgreSQL engine's functions on the same random rows, and must leave the same rows.
+acceptance of the text. The same way, ``select_relations`` (limit and order),
+``links_touching`` and the owner rules (``memory_types``, ``lifecycle_targets_from``,
+``delete_links_of``, ``recompute_status``) are run next to the PostgreSQL engine's functions on
+the same random rows, and must return and leave the same rows.
 """
 
 from __future__ import annotations
@@ -362,10 +363,12 @@ def test_positive_control_the_walk_comparison_sees_a_wrong_hop_bound(pg_url: str
 
 # --- the owner rules, run on the embedded PostgreSQL against the PostgreSQL engine -------------
 def postgres_statement(statement: OracleStatement) -> tuple[str, dict[str, Any]]:
-    """An Oracle statement in PostgreSQL's spelling (``varchar``, ``now()``, psycopg binds, JSON
-    binds as ``jsonb``); the predicates are the Oracle text's own."""
+    """An Oracle statement in PostgreSQL's spelling (``varchar``, ``now()``, no
+    ``SYS_EXTRACT_UTC``, psycopg binds, JSON binds as ``jsonb``); the predicates are the Oracle
+    text's own."""
     translated = statement.sql.replace("VARCHAR2(128 CHAR)", "varchar(128)")
     translated = translated.replace("SYSTIMESTAMP", "now()")
+    translated = re.sub(r"SYS_EXTRACT_UTC\(((?:l\.)?\w+)\)", r"\1", translated)
     json_binds = {name for name, kind in statement.input_sizes.items()
                   if kind is oracledb.DB_TYPE_JSON}
     translated = re.sub(r":(\w+)", lambda m: f"%({m[1]})s::jsonb" if m[1] in json_binds
@@ -393,8 +396,10 @@ def owner_rule_tables(conn: psycopg.Connection[Any], rng: random.Random) -> None
                      "thread_id text, user_id varchar(128), status text DEFAULT 'valid', "
                      "updated_at timestamptz)")
         conn.execute(f"CREATE TABLE {schema}.{link} (id varchar(128), source_id varchar(128), "
-                     "target_id varchar(128), relation_type text, user_id varchar(128), "
-                     "row_seq bigint GENERATED ALWAYS AS IDENTITY)")
+                     "source_type text DEFAULT 'fact', target_id varchar(128), target_type text "
+                     "DEFAULT 'fact', relation_type text, opposite_relation_type text DEFAULT "
+                     "'x', event_ts timestamptz, metadata jsonb, created_at timestamptz, "
+                     "user_id varchar(128), row_seq bigint GENERATED ALWAYS AS IDENTITY)")
         for n, (memory_id, owner) in enumerate(sorted(memories, key=str)):
             conn.execute(f"INSERT INTO {schema}.{memory} (id, record_type, thread_id, user_id) "
                          "VALUES (%s, 'fact', %s, %s)", (memory_id, f"t{n % 2}", owner))
@@ -442,6 +447,15 @@ def test_owner_rules_match_the_postgresql_engine(pg_url: str, trial: int) -> Non
         pg_targets = set(pg_relations.lifecycle_targets_from(
             conn, pg_names, sql.SQL("thread_id = %s"), ["t0"]))
         assert oracle_targets == pg_targets
+
+        for query in (RelationQuery(), RelationQuery(relation_type="refines", limit=2),
+                      RelationQuery(source_id="m1", limit=3)):
+            oracle_ids = [r[0] for r in run(relations.select_relations(o, query))]
+            assert oracle_ids == [r["id"] for r in pg_relations.select_relations(
+                conn, pg_names, query)]
+        oracle_links = [r[0] for r in run(relations.links_touching(o, ["m1", "m2"]))]
+        assert oracle_links == [r["id"] for r in pg_relations.links_touching(
+            conn, pg_names, ["m1", "m2"])]
 
         deleted = rng.sample(sorted(set(conn.execute(
             "SELECT id, user_id FROM oam_owner.st_memory").fetchall()), key=str), 3)
