@@ -42,7 +42,10 @@ ACCEPT oam_runtime_password CHAR PROMPT 'Password for the runtime pool account: 
 -- users); CREATE / DROP DATA ROLE and GRANT ANY DATA ROLE (data roles); CREATE APPLICATION
 -- IDENTITY (11.1); CREATE ANY DATA GRANT, ADMINISTER ANY DATA GRANT and DROP ANY DATA GRANT
 -- (data grants live in, and are on tables of, the owner's schema, not the admin's); SET USE
--- DATA GRANTS ONLY (mandatory data grants on the managed tables).
+-- DATA GRANTS ONLY (mandatory data grants on the managed tables). The SQL reference allows
+-- ADMINISTER ANY DATA GRANT and SET USE DATA GRANTS ONLY at the schema level too; to confine
+-- the administrator to the owner's schema use 23ai's schema privileges instead, e.g.
+-- GRANT ADMINISTER ANY DATA GRANT ON SCHEMA OAM_OWNER TO OAM_POLICY_ADMIN (not verified live).
 CREATE USER IF NOT EXISTS &oam_policy_admin IDENTIFIED BY "&oam_policy_admin_password";
 GRANT CREATE SESSION TO &oam_policy_admin;
 GRANT CREATE END USER, ALTER END USER, DROP END USER TO &oam_policy_admin;
