@@ -27,6 +27,7 @@ from typing import Any, Literal
 import annotated_types
 from oam_gateway import settings as settings_module
 from oam_gateway.limits import LimitSettings
+from oam_gateway.oracle_settings import DatabaseAccessTokenSettings, OracleDatabaseSettings
 from oam_gateway.settings import ENV_PREFIX, GatewaySettings
 from oam_gateway.telemetry import TelemetrySettings
 from oam_gateway.tenant_settings import TenantSettings
@@ -82,7 +83,8 @@ NOTES: dict[tuple[str, str], str] = {
 }
 """Descriptions of the fields that have no docstring in their model."""
 
-SECRET_FILE_FIELDS = frozenset({"app_token_file"})
+SECRET_FILE_FIELDS = frozenset({"app_token_file", "client_secret_file", "wallet_password_file",
+                                "password_file"})
 
 INTRO = """\
 # Gateway settings reference
@@ -109,9 +111,10 @@ environment names them case-insensitively (`{prefix}TENANTS__ACME__DATABASE_URL`
 SECRETS = """\
 ## Secrets
 
-The secrets are the database URLs (the runtime login's password is in them) and the application
-tokens. They are `SecretStr` values: never shown by `repr`, `str` or the logs. Keep them out of the
-settings file, which can then live in a ConfigMap or the image's configuration:
+The secrets are the database URLs (the runtime login's password is in them), the application
+tokens, and an Oracle tenant's pool password, wallet password and client secret. They are
+`SecretStr` values: never shown by `repr`, `str`, validation errors or the logs. Keep them out of
+the settings file, which can then live in a ConfigMap or the image's configuration:
 
 {table}
 
@@ -136,6 +139,14 @@ SECRET_ROWS = [
     ("database URL", "`{prefix}DATABASE_URL`", "`{prefix}TENANTS__<NAME>__DATABASE_URL`"),
     ("application token", "`app_token_file` (a mounted secret file) or `{prefix}APP_TOKEN`",
      "`app_token_file` in the tenant's table, or `{prefix}TENANTS__<NAME>__APP_TOKEN`"),
+    ("Oracle pool account's password", "`oracle.password_file` or `{prefix}ORACLE__PASSWORD`",
+     "`oracle.password_file`, or `{prefix}TENANTS__<NAME>__ORACLE__PASSWORD`"),
+    ("Oracle wallet password", "`oracle.wallet_password_file` or "
+     "`{prefix}ORACLE__WALLET_PASSWORD`", "`oracle.wallet_password_file`, or "
+     "`{prefix}TENANTS__<NAME>__ORACLE__WALLET_PASSWORD`"),
+    ("database access token client secret", "`oracle.access_token.client_secret_file` or "
+     "`{prefix}ORACLE__ACCESS_TOKEN__CLIENT_SECRET`", "`oracle.access_token.client_secret_file`, "
+     "or `{prefix}TENANTS__<NAME>__ORACLE__ACCESS_TOKEN__CLIENT_SECRET`"),
 ]
 
 REPLICA_ROWS = [
@@ -161,6 +172,11 @@ def render() -> str:
     parts = [INTRO.format(prefix=prefix)]
     parts.append(_section("Top level", GatewaySettings, prefix, one_tenant=ONE_TENANT_FIELDS))
     parts.append(_section("`[tenants.NAME]`", TenantSettings, f"{prefix}TENANTS__<NAME>__"))
+    parts.append(_section("`[oracle]` / `[tenants.NAME.oracle]`", OracleDatabaseSettings,
+                          f"{prefix}[TENANTS__<NAME>__]ORACLE__"))
+    parts.append(_section("`[oracle.access_token]` / `[tenants.NAME.oracle.access_token]`",
+                          DatabaseAccessTokenSettings,
+                          f"{prefix}[TENANTS__<NAME>__]ORACLE__ACCESS_TOKEN__"))
     parts.append(_section("`[limits]`", LimitSettings, f"{prefix}LIMITS__"))
     parts.append(_section("`[telemetry]`", TelemetrySettings, f"{prefix}TELEMETRY__"))
     secret_rows = [tuple(cell.format(prefix=prefix) for cell in row) for row in SECRET_ROWS]

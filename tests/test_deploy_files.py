@@ -68,6 +68,7 @@ def test_one_tenant_example_loads_with_the_url_from_the_environment(
     settings = load_settings(ONE_TENANT)
     [(name, tenant)] = settings.tenant_settings().items()
     assert name == "demo"
+    assert tenant.database_url is not None
     assert tenant.database_url.get_secret_value() == RUNTIME_URL
     assert "s3cret-pw" not in repr(settings)
     assert (tenant.memory_store_id, tenant.schema_owner) == ("demo", "public")
@@ -98,7 +99,8 @@ def test_multi_tenant_example_loads_with_each_url_from_the_environment(
     tenants = settings.tenant_settings()
     assert sorted(tenants) == ["acme", "globex"]
     assert settings.tenant_claim == "tenant"
-    assert tenants["acme"].database_url.get_secret_value() == RUNTIME_URL
+    acme_url = tenants["acme"].database_url
+    assert acme_url is not None and acme_url.get_secret_value() == RUNTIME_URL
     assert tenants["acme"].end_user_mode == "vouched"
     assert tenants["acme"].group_roles == {"support-leads": ("team_lead",)}
     assert tenants["globex"].end_user_mode == "token"

@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Route
 
 from oam_gateway.auth import TokenRejected, TokenVerifier
 from oam_gateway.endpoints import Endpoint, RequestRefused, route_handler
-from oam_gateway.health import RETRY_AFTER_SECONDS, database_reachable
+from oam_gateway.health import RETRY_AFTER_SECONDS
 from oam_gateway.mcp_server import McpGateway
 from oam_gateway.middleware_auth import PROTECTED_PREFIX, challenge
 from oam_gateway.openapi import docs_page, openapi_document
@@ -58,8 +58,7 @@ def create_app(settings: GatewaySettings, verifier: TokenVerifier | None = None,
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
-        checks = [database_reachable(t.settings.database_url.get_secret_value(),
-                                     settings.readiness_timeout_seconds) for t in tenants]
+        checks = [t.ready(settings.readiness_timeout_seconds) for t in tenants]
         if not all(await asyncio.gather(*checks)):
             raise DatabaseUnavailableError("the database cannot be reached")
         return JSONResponse({"status": "ready"})

@@ -19,14 +19,14 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from oam_gateway.bridge import run_bridged
 from oam_gateway.limits import LimitSettings
 from oam_gateway.middleware_auth import principal_of
 from oam_gateway.models import OwnedBody
 from oam_gateway.principal import Principal
 from oam_gateway.request_events import RequestEvent, event_of
 from oam_gateway.telemetry import operation_span
-from oam_gateway.tenants import TenantRuntime, Tenants
+from oam_gateway.tenant_runtime import Runtime
+from oam_gateway.tenants import Tenants
 
 T = TypeVar("T")
 B = TypeVar("B", bound=BaseModel)
@@ -82,7 +82,7 @@ class Call:
 
     request: Request
     principal: Principal
-    runtime: TenantRuntime
+    runtime: Runtime
     limits: LimitSettings
     event: RequestEvent
     _body: Any = field(default=None)
@@ -103,13 +103,14 @@ class Call:
 
     async def sdk(self, work: Callable[[OracleAgentMemory], T]) -> T:
         """Run ``work(client)`` inside the caller's end-user context, on the event loop with
-        its database waits awaited there (:func:`~oam_gateway.bridge.run_bridged`)."""
-        context = self.runtime.security_context(self.principal)
+        its database waits awaited there (:func:`~oam_gateway.bridge.run_bridged`; Oracle
+        tenants: a worker thread)."""
+        context = await self.runtime.context_for(self.principal)
         with operation_span(self.event.operation or "unknown"):
             async with self.runtime.operation_slots, \
                     OracleMemoryEndUserSecurityContext(context):
                 client = await self.runtime.client()
-                return await run_bridged(work, client)
+                return await self.runtime.run(work, client)
 
 
 def json_response(model: BaseModel, status: int = 200) -> Response:

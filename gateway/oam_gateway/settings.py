@@ -35,6 +35,7 @@ from pydantic_settings import (
 )
 
 from oam_gateway.limits import LimitSettings
+from oam_gateway.oracle_settings import OracleDatabaseSettings
 from oam_gateway.telemetry import TelemetrySettings
 from oam_gateway.tenant_settings import (
     EmbedderChoice,
@@ -56,11 +57,14 @@ class GatewaySettings(BaseSettings):
     """Settings of the gateway: one tenant at the top level, or several in :attr:`tenants`."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__",
-                                      extra="forbid", frozen=True)
+                                      extra="forbid", frozen=True, hide_input_in_errors=True)
 
     database_url: SecretStr | None = None
     """One-tenant mode: connection URL of the tenant's database as its runtime login (secret:
     it may hold a password)."""
+    oracle: OracleDatabaseSettings | None = None
+    """One-tenant mode: the ``[oracle]`` table naming the tenant's Oracle AI Database (instead
+    of :attr:`database_url`)."""
     memory_store_id: str | None = Field(default=None, min_length=1)
     schema_owner: str | None = Field(default=None, min_length=1)
     app_token: SecretStr | None = None
@@ -141,7 +145,8 @@ class GatewaySettings(BaseSettings):
                 raise ValueError("several tenants need tenant_claim (the claim naming one)")
         else:
             missing = [name for name in ("database_url", "memory_store_id", "schema_owner")
-                       if getattr(self, name) is None]
+                       if getattr(self, name) is None
+                       and not (name == "database_url" and self.oracle is not None)]
             if missing:
                 raise ValueError(f"{missing[0]} is required (or list [tenants.NAME] tables)")
             self.tenant_settings()  # the one tenant's own rules
@@ -162,12 +167,12 @@ class GatewaySettings(BaseSettings):
         """Every tenant by name: :attr:`tenants`, or the one tenant of the top-level fields."""
         if self.tenants:
             return dict(self.tenants)
-        assert self.database_url is not None and self.memory_store_id is not None
-        assert self.schema_owner is not None
+        assert self.memory_store_id is not None and self.schema_owner is not None
         mode = self.end_user_mode or ("vouched" if self.identity_provider else "local")
         return {self.tenant: TenantSettings(
-            database_url=self.database_url, memory_store_id=self.memory_store_id,
-            schema_owner=self.schema_owner, app_token=self.app_token,
+            database_url=self.database_url, oracle=self.oracle,
+            memory_store_id=self.memory_store_id, schema_owner=self.schema_owner,
+            app_token=self.app_token,
             app_token_file=self.app_token_file, identity_provider=self.identity_provider,
             end_user_mode=mode, group_roles=self.group_roles,
             search_strategy=self.search_strategy, embedder=self.embedder,
@@ -181,7 +186,7 @@ class GatewaySettings(BaseSettings):
         return tenant.application_token()
 
 
-_ONE_TENANT_FIELDS = ("database_url", "memory_store_id", "schema_owner", "app_token",
+_ONE_TENANT_FIELDS = ("database_url", "oracle", "memory_store_id", "schema_owner", "app_token",
                       "app_token_file", "end_user_mode", "group_roles", "search_strategy",
                       "embedder", "embedding_dimension", "pool_min_size", "pool_max_size",
                       "pool_timeout_seconds", "identity_provider")

@@ -9,6 +9,11 @@ tenant's ``end_user_mode``:
 - ``"local"``: the caller's subject names a local end user the administrator created;
 - ``"token"``: the gateway forwards the caller's own bearer token, and the database verifies it
   again (issuer, audience, lifetime, signature) before it takes the user from it.
+
+The database is PostgreSQL (``database_url``) or Oracle AI Database 26ai (an ``oracle`` table,
+:class:`~oam_gateway.oracle_settings.OracleDatabaseSettings`): exactly one of them. An Oracle
+tenant passes its callers as ``"token"`` (the caller's own token) or ``"local"`` (a local end
+user named by the caller's subject); ``"vouched"`` and the application token are PostgreSQL's.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from typing import Literal
 from oracleagentmemory.errors import InvalidArgumentError
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from oam_gateway.oracle_settings import OracleDatabaseSettings
+
 EndUserMode = Literal["vouched", "local", "token"]
 EmbedderChoice = Literal["wordllama", "hashing", "none"]
 SearchStrategyName = Literal["vector", "keyword", "hybrid"]
@@ -27,11 +34,13 @@ SearchStrategyName = Literal["vector", "keyword", "hybrid"]
 class TenantSettings(BaseModel):
     """Settings of one tenant (a ``[tenants.NAME]`` table of the settings file)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
-    database_url: SecretStr
-    """Connection URL of the tenant's database as its runtime login (secret: it may hold a
-    password)."""
+    database_url: SecretStr | None = None
+    """Connection URL of the tenant's PostgreSQL database as its runtime login (secret: it may
+    hold a password); or give :attr:`oracle`."""
+    oracle: OracleDatabaseSettings | None = None
+    """The ``oracle`` table: the tenant's Oracle AI Database (instead of :attr:`database_url`)."""
     memory_store_id: str = Field(min_length=1)
     schema_owner: str = Field(min_length=1)
     app_token: SecretStr | None = None
@@ -58,12 +67,22 @@ class TenantSettings(BaseModel):
     def _consistent(self) -> TenantSettings:
         if self.app_token is not None and self.app_token_file is not None:
             raise ValueError("give app_token or app_token_file, not both")
+        if (self.database_url is None) == (self.oracle is None):
+            raise ValueError("give database_url (PostgreSQL) or an oracle table (Oracle AI "
+                             "Database), exactly one of them")
+        if self.oracle is not None:
+            _check_oracle_tenant(self)
         if self.end_user_mode == "vouched" and self.identity_provider is None:
             raise ValueError("end_user_mode 'vouched' needs identity_provider (the provider "
                              "whose users the application vouches for)")
         if self.pool_min_size > self.pool_max_size:
             raise ValueError("pool_min_size must not exceed pool_max_size")
         return self
+
+    @property
+    def engine(self) -> str:
+        """``"oracle"`` or ``"postgresql"``: the database the tenant names."""
+        return "oracle" if self.oracle is not None else "postgresql"
 
     def application_token(self) -> str | None:
         """The application token, read from the setting or its file (stripped)."""
@@ -76,3 +95,16 @@ class TenantSettings(BaseModel):
             raise InvalidArgumentError(f"the application token file {self.app_token_file} "
                                        "is empty", argument="app_token_file")
         return text
+
+
+def _check_oracle_tenant(tenant: TenantSettings) -> None:
+    if tenant.end_user_mode == "vouched":
+        raise ValueError("end_user_mode 'vouched' is PostgreSQL's: an Oracle tenant needs "
+                         "end_user_mode 'token' (the caller's own token) or 'local' (a local "
+                         "end user named by the caller's subject)")
+    if tenant.app_token is not None or tenant.app_token_file is not None:
+        raise ValueError("an Oracle tenant takes no app_token: its database access token comes "
+                         "from oracle.access_token")
+    if tenant.end_user_mode == "local" and tenant.group_roles:
+        raise ValueError("group_roles do not apply to local end users on Oracle (their data "
+                         "roles are granted in the database); leave group_roles empty")

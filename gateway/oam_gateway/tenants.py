@@ -15,7 +15,8 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core import OracleAgentMemory, OracleDBMemoryStore, SchemaPolicy
@@ -28,9 +29,14 @@ from oracleagentmemory.core.embedders.wordllama_embedder import WordLlamaEmbedde
 from oracleagentmemory.errors import InvalidArgumentError
 from psycopg_pool import ConnectionPool
 
-from oam_gateway.bridge import BridgedConnection, BridgedPool
+from oam_gateway.bridge import BridgedConnection, BridgedPool, run_bridged
+from oam_gateway.health import database_reachable
+from oam_gateway.oracle_tenant import OracleTenantRuntime
 from oam_gateway.principal import Principal
+from oam_gateway.tenant_runtime import Runtime
 from oam_gateway.tenant_settings import EmbedderChoice, TenantSettings
+
+T = TypeVar("T")
 
 _log = logging.getLogger(__name__)
 
@@ -64,6 +70,10 @@ class TenantRuntime:
             raise InvalidArgumentError(
                 f"tenant {name!r} has no application token (app_token or app_token_file)",
                 argument="app_token")
+        if settings.database_url is None:
+            raise InvalidArgumentError(f"tenant {name!r} names no database_url",
+                                       argument="database_url")
+        self._database_url = settings.database_url.get_secret_value()
         seconds = max(1, math.ceil(settings.pool_timeout_seconds))
         options: dict[str, Any] = {"connect_timeout": seconds}
         if transaction_timeout_seconds is not None:
@@ -78,7 +88,7 @@ class TenantRuntime:
         # Requests run the SDK on the event loop (oam_gateway.bridge): the pool's connections
         # await their I/O there, and waiting for a free connection never blocks the loop.
         self.pool: ConnectionPool[Any] = BridgedPool(
-            settings.database_url.get_secret_value(), connection_class=BridgedConnection,
+            self._database_url, connection_class=BridgedConnection,
             min_size=settings.pool_min_size, max_size=settings.pool_max_size,
             timeout=settings.pool_timeout_seconds,
             reconnect_timeout=max(30.0, settings.pool_timeout_seconds),
@@ -116,6 +126,18 @@ class TenantRuntime:
             while len(self._contexts) > CONTEXT_CACHE_SIZE:
                 self._contexts.popitem(last=False)
         return context
+
+    async def context_for(self, principal: Principal) -> Any:
+        """:meth:`security_context` (the endpoints' entry point, shared with Oracle tenants)."""
+        return self.security_context(principal)
+
+    async def run(self, work: Callable[..., T], *args: Any) -> T:
+        """``work(*args)`` on the loop's thread, its database waits awaited there."""
+        return await run_bridged(work, *args)
+
+    async def ready(self, timeout_seconds: float) -> bool:
+        """Whether a connection to the tenant's database opens within ``timeout_seconds``."""
+        return await database_reachable(self._database_url, timeout_seconds)
 
     def _new_context(self, principal: Principal) -> Any:
         mode = self.settings.end_user_mode
@@ -174,10 +196,12 @@ class Tenants:
 
     def __init__(self, settings: dict[str, TenantSettings],
                  transaction_timeout_seconds: float | None = None) -> None:
-        self._runtimes = {name: TenantRuntime(name, tenant, transaction_timeout_seconds)
-                          for name, tenant in settings.items()}
+        self._runtimes: dict[str, Runtime] = {
+            name: OracleTenantRuntime(name, tenant, shared_embedder) if tenant.oracle is not None
+            else TenantRuntime(name, tenant, transaction_timeout_seconds)
+            for name, tenant in settings.items()}
 
-    def __getitem__(self, name: str) -> TenantRuntime:
+    def __getitem__(self, name: str) -> Runtime:
         return self._runtimes[name]
 
     def __iter__(self) -> Any:

@@ -1,0 +1,323 @@
+"""Oracle tenants: their settings, the pool arguments, and the end-user contexts they build.
+
+No Oracle database runs here. What is tested is what needs none: the settings' rules, the
+``oracledb.create_pool`` arguments (bound to the installed driver's signature, and a real
+thin-mode pool object built from them with ``min=0``, which opens no connection), and the
+python-oracledb end-user security contexts each identity mode builds, with the database access
+token fetched from a real local OAuth 2.0 token endpoint (:mod:`fake_identity_provider`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import oracledb
+import pytest
+from fake_identity_provider import CLIENT_ID, CLIENT_SECRET, SCOPE, FakeIdentityProvider
+from oam_gateway.oracle_pool import create_oracle_pool, pool_arguments
+from oam_gateway.oracle_settings import dsn_uses_tls
+from oam_gateway.oracle_tenant import OracleTenantRuntime
+from oam_gateway.principal import Principal
+from oam_gateway.settings import GatewaySettings
+from oam_gateway.tenant_settings import TenantSettings
+from oam_gateway.tenants import TenantRuntime, Tenants, shared_embedder
+from oracleagentmemory.errors import InvalidArgumentError
+from pydantic import SecretStr, ValidationError
+
+DSN = "tcps://db.example.com:2484/memorypdb"
+POOL_PASSWORD = "Pool-Pa55word-e81d"  # noqa: S105  (a test secret)
+WALLET_PASSWORD = "Wallet-Pa55word-03bb"  # noqa: S105
+
+
+def _access_token(token_url: str = "https://login.microsoftonline.com/t/oauth2/v2.0/token",
+                  **overrides: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {"provider": "entra_id", "token_url": token_url,
+                              "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET,
+                              "scope": SCOPE}
+    values.update(overrides)
+    return values
+
+
+def _oracle(**overrides: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {"dsn": DSN, "access_token": _access_token()}
+    values.update(overrides)
+    return values
+
+
+def _tenant(**overrides: Any) -> TenantSettings:
+    values: dict[str, Any] = {"oracle": _oracle(), "memory_store_id": "demo",
+                              "schema_owner": "OAM_OWNER", "end_user_mode": "local"}
+    values.update(overrides)
+    return TenantSettings(**values)
+
+
+def _principal(subject: str = "alice", groups: tuple[str, ...] = (),
+               token: str = "user.token.alice") -> Principal:
+    return Principal(user_name=subject, groups=groups, tenant="acme", expires_at=2**31,
+                     subject=subject, token=token)
+
+
+# --- settings ----------------------------------------------------------------------------------
+
+def test_an_oracle_tenant_is_settled_from_a_table() -> None:
+    tenant = _tenant(oracle=_oracle(user="OAM_RUNTIME", password=POOL_PASSWORD,
+                                    wallet_location="/run/secrets/wallet",
+                                    wallet_password=WALLET_PASSWORD, pool_increment=2))
+    assert tenant.engine == "oracle" and tenant.database_url is None
+    assert tenant.oracle is not None and tenant.oracle.user == "OAM_RUNTIME"
+    assert tenant.oracle.password_value() == POOL_PASSWORD
+    assert tenant.oracle.wallet_password_value() == WALLET_PASSWORD
+    assert tenant.oracle.access_token.client_secret_value() == CLIENT_SECRET
+    for text in (repr(tenant), str(tenant), repr(tenant.model_dump())):
+        for secret in (POOL_PASSWORD, WALLET_PASSWORD, CLIENT_SECRET):
+            assert secret not in text
+
+
+def test_postgresql_tenants_are_unchanged() -> None:
+    tenant = TenantSettings(database_url=SecretStr("postgresql://rt:pw@db/oam"),
+                            memory_store_id="demo", schema_owner="oam_demo",
+                            identity_provider="idp")
+    assert tenant.engine == "postgresql" and tenant.oracle is None
+    assert tenant.end_user_mode == "vouched"
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"database_url": SecretStr("postgresql://rt:pw@db/oam")}, "exactly one of them"),
+    ({"oracle": None}, "exactly one of them"),
+    ({"end_user_mode": "vouched", "identity_provider": "idp"}, "'vouched' is PostgreSQL's"),
+    ({"app_token": SecretStr("t")}, "takes no app_token"),
+    ({"group_roles": {"staff": ("R",)}}, "group_roles do not apply to local end users"),
+    ({"oracle": _oracle(dsn="db.example.com:1521/memorypdb")}, "must use TLS"),
+    ({"oracle": _oracle(dsn="(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=h)(PORT=1521))"
+                            "(CONNECT_DATA=(SERVICE_NAME=s)))")}, "must use TLS"),
+    ({"oracle": _oracle(dsn="memorypdb_high")}, "give config_dir"),
+    ({"oracle": _oracle(user="OAM_RUNTIME")}, "needs password or password_file"),
+    ({"oracle": _oracle(password=POOL_PASSWORD)}, "a pool password needs user"),
+    ({"oracle": _oracle(user="U", password="p", password_file="/f")}, "not both"),
+    ({"oracle": _oracle(wallet_password=WALLET_PASSWORD)}, "needs wallet_location"),
+    ({"oracle": {"dsn": DSN}}, "access_token"),  # a token provider is required
+    ({"oracle": _oracle(access_token=_access_token(client_secret=None))},
+     "client_secret or client_secret_file"),
+    ({"oracle": _oracle(access_token=_access_token(scope="https://example.com/db"))},
+     "/.default"),
+    ({"oracle": _oracle(access_token=_access_token(token_url="http://idp.example/t"))}, "https"),
+    ({"oracle": _oracle(access_token=_access_token(provider="okta"))}, "provider"),
+    ({"oracle": _oracle(sid="x")}, "Extra inputs are not permitted"),
+])
+def test_oracle_settings_are_checked(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message) as caught:
+        _tenant(**overrides)
+    for secret in (POOL_PASSWORD, WALLET_PASSWORD, CLIENT_SECRET):
+        assert secret not in str(caught.value)
+
+
+def test_a_tls_descriptor_and_an_alias_with_config_dir_pass() -> None:
+    descriptor = ("(DESCRIPTION=(ADDRESS=(PROTOCOL = tcps)(HOST=h)(PORT=2484))"
+                  "(CONNECT_DATA=(SERVICE_NAME=s)))")
+    assert _tenant(oracle=_oracle(dsn=descriptor)).oracle is not None
+    assert _tenant(oracle=_oracle(dsn="memorypdb_high", config_dir="/wallet")).oracle
+    assert dsn_uses_tls("TCPS://h:2484/s") is True
+    assert dsn_uses_tls("h:1521/s") is False and dsn_uses_tls("mydb_low") is None
+
+
+def test_the_driver_refuses_an_access_token_over_plain_tcp() -> None:
+    """Positive control of the TLS rule: python-oracledb itself refuses (DPY-2034)."""
+    pool = oracledb.create_pool(dsn="127.0.0.1:9/nosuch", min=0, max=1, homogeneous=True,
+                                access_token=lambda refresh: "a.b.c")
+    try:
+        with pytest.raises(oracledb.Error, match="DPY-2034"):
+            pool.acquire()
+    finally:
+        pool.close(force=True)
+
+
+def test_one_tenant_mode_takes_an_oracle_table_from_the_environment(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    secret_file = tmp_path / "client-secret"
+    secret_file.write_text(CLIENT_SECRET, encoding="utf-8")
+    env = {"ISSUER": "https://idp.example", "AUDIENCE": "oam", "JWKS_FILE": "/jwks.json",
+           "MEMORY_STORE_ID": "demo", "SCHEMA_OWNER": "OAM_OWNER", "END_USER_MODE": "token",
+           "ORACLE__DSN": DSN, "ORACLE__USER": "OAM_RUNTIME",
+           "ORACLE__PASSWORD": POOL_PASSWORD,
+           "ORACLE__ACCESS_TOKEN__PROVIDER": "oci_iam",
+           "ORACLE__ACCESS_TOKEN__TOKEN_URL":
+               "https://idcs-1.identity.oraclecloud.com/oauth2/v1/token",
+           "ORACLE__ACCESS_TOKEN__CLIENT_ID": CLIENT_ID,
+           "ORACLE__ACCESS_TOKEN__CLIENT_SECRET_FILE": str(secret_file),
+           "ORACLE__ACCESS_TOKEN__SCOPE": "OracleDBDB_ACCESS_SCOPE"}
+    for name, value in env.items():
+        monkeypatch.setenv(f"OAM_GATEWAY_{name}", value)
+    settings = GatewaySettings()  # type: ignore[call-arg]
+    [(name, tenant)] = settings.tenant_settings().items()
+    assert name == "default" and tenant.engine == "oracle" and tenant.end_user_mode == "token"
+    assert tenant.oracle is not None and tenant.oracle.password_value() == POOL_PASSWORD
+    assert tenant.oracle.access_token.client_secret_value() == CLIENT_SECRET
+    assert POOL_PASSWORD not in repr(settings)
+
+
+def test_one_tenant_mode_still_needs_a_database() -> None:
+    with pytest.raises(ValidationError, match="database_url is required"):
+        GatewaySettings(memory_store_id="demo", schema_owner="o", issuer="https://i",
+                        audience="a", jwks_file=Path("/jwks.json"))
+
+
+def test_tenants_mix_postgresql_and_oracle() -> None:
+    settings = {"pg": TenantSettings(database_url=SecretStr("postgresql://rt:pw@127.0.0.1:9/x"),
+                                     memory_store_id="demo", schema_owner="oam_demo",
+                                     app_token=SecretStr("app"), end_user_mode="local"),
+                "ora": _tenant()}
+    tenants = Tenants(settings)
+    try:
+        assert isinstance(tenants["pg"], TenantRuntime)
+        assert isinstance(tenants["ora"], OracleTenantRuntime)
+    finally:
+        tenants.close()
+
+
+# --- the pool --------------------------------------------------------------------------------
+
+def _callback(refresh: bool) -> str:
+    return "a.b.c"
+
+
+def test_pool_arguments_for_a_token_login_bind_to_the_driver() -> None:
+    tenant = _tenant(pool_min_size=0, pool_max_size=4, pool_timeout_seconds=2.5,
+                     oracle=_oracle(wallet_location="/run/wallet", pool_increment=2))
+    arguments = pool_arguments(tenant, _callback)
+    assert arguments == {"dsn": DSN, "min": 0, "max": 4, "increment": 2, "homogeneous": True,
+                         "getmode": oracledb.POOL_GETMODE_TIMEDWAIT, "wait_timeout": 2500,
+                         "tcp_connect_timeout": 2.5, "wallet_location": "/run/wallet",
+                         "access_token": _callback}
+    inspect.signature(oracledb.create_pool).bind(**arguments)  # the installed driver's names
+    pool = create_oracle_pool(arguments)  # a real thin pool; min=0 opens no connection
+    try:
+        assert isinstance(pool, oracledb.ConnectionPool)
+        assert (pool.min, pool.max, pool.increment, pool.homogeneous) == (0, 4, 2, True)
+        assert pool.getmode == oracledb.POOL_GETMODE_TIMEDWAIT and pool.wait_timeout == 2500
+        assert pool.opened == 0
+    finally:
+        pool.close(force=True)
+
+
+def test_pool_arguments_for_a_password_login_read_the_secret_files(tmp_path: Path) -> None:
+    (tmp_path / "pw").write_text(POOL_PASSWORD + "\n", encoding="utf-8")
+    (tmp_path / "wpw").write_text(WALLET_PASSWORD, encoding="utf-8")
+    tenant = _tenant(oracle=_oracle(user="OAM_RUNTIME", password_file=tmp_path / "pw",
+                                    wallet_location=tmp_path,
+                                    wallet_password_file=tmp_path / "wpw",
+                                    config_dir=tmp_path))
+    arguments = pool_arguments(tenant, _callback)
+    assert arguments["user"] == "OAM_RUNTIME" and arguments["password"] == POOL_PASSWORD
+    assert arguments["wallet_password"] == WALLET_PASSWORD
+    assert arguments["config_dir"] == str(tmp_path) and "access_token" not in arguments
+    inspect.signature(oracledb.create_pool).bind(**arguments)
+
+
+def test_an_empty_secret_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "pw").write_text("\n", encoding="utf-8")
+    tenant = _tenant(oracle=_oracle(user="OAM_RUNTIME", password_file=tmp_path / "pw"))
+    with pytest.raises(InvalidArgumentError, match="is empty"):
+        pool_arguments(tenant, _callback)
+
+
+def test_pool_arguments_need_an_oracle_tenant() -> None:
+    tenant = TenantSettings(database_url=SecretStr("postgresql://x"), memory_store_id="d",
+                            schema_owner="o", end_user_mode="local")
+    with pytest.raises(ValueError, match="Oracle tenant"):
+        pool_arguments(tenant, _callback)
+
+
+# --- the runtime's end-user contexts ---------------------------------------------------------
+
+@pytest.fixture()
+def idp() -> Iterator[FakeIdentityProvider]:
+    with FakeIdentityProvider() as provider:
+        yield provider
+
+
+def _runtime(idp: FakeIdentityProvider, **overrides: Any) -> OracleTenantRuntime:
+    oracle = _oracle(access_token=_access_token(token_url=idp.token_url))
+    tenant = _tenant(oracle=oracle, **overrides)
+    built: list[dict[str, Any]] = []
+
+    def factory(arguments: dict[str, Any]) -> oracledb.ConnectionPool:
+        built.append(arguments)
+        return create_oracle_pool({**arguments, "min": 0})
+
+    runtime = OracleTenantRuntime("acme", tenant, shared_embedder, pool_factory=factory)
+    runtime.built = built  # type: ignore[attr-defined]
+    return runtime
+
+
+def test_local_mode_names_the_upper_cased_local_end_user(idp: FakeIdentityProvider) -> None:
+    runtime = _runtime(idp)
+    assert runtime.end_user_identity(_principal("alice")) == ("ALICE", None)
+    assert runtime.end_user_identity(_principal('"mixedCase"')) == ("mixedCase", None)
+    assert runtime.data_roles(_principal("alice", groups=("staff",))) is None
+    with pytest.raises(InvalidArgumentError):
+        runtime.end_user_identity(_principal("two words"))
+
+
+def test_token_mode_passes_the_callers_token_and_roles(idp: FakeIdentityProvider) -> None:
+    runtime = _runtime(idp, end_user_mode="token", group_roles={"staff": ("READER", "AUDIT")})
+    principal = _principal("alice", groups=("staff", "other"), token="header.alice.sig")
+    assert runtime.end_user_identity(principal) == "header.alice.sig"
+    assert runtime.data_roles(principal) == ["AUDIT", "READER"]
+    assert runtime.data_roles(_principal("bob")) is None
+
+
+def test_contexts_carry_the_fetched_token_and_are_reused(idp: FakeIdentityProvider) -> None:
+    runtime = _runtime(idp)
+
+    async def contexts() -> list[Any]:
+        return [await runtime.context_for(_principal("alice")),
+                await runtime.context_for(_principal("alice")),
+                await runtime.context_for(_principal("bob"))]
+
+    alice, again, bob = asyncio.run(contexts())
+    assert isinstance(alice, oracledb.EndUserSecurityContext)
+    assert again is alice and bob is not alice
+    assert len(idp.requests) == 1  # one database access token for every caller
+    runtime.tokens.invalidate(idp.issued[0])  # the database refused it: a new token
+    renewed = asyncio.run(runtime.context_for(_principal("alice")))
+    assert renewed is not alice and len(idp.requests) == 2
+
+
+def test_a_rejected_gateway_secret_fails_the_request_not_the_caller(
+        idp: FakeIdentityProvider) -> None:
+    from oam_gateway.db_access_token import DatabaseAccessTokenRejected
+
+    oracle = _oracle(access_token=_access_token(token_url=idp.token_url,
+                                                client_secret="wrong-secret"))
+    runtime = OracleTenantRuntime("acme", _tenant(oracle=oracle), shared_embedder)
+    with pytest.raises(DatabaseAccessTokenRejected) as caught:
+        asyncio.run(runtime.context_for(_principal("alice")))
+    assert caught.value.code == "database_unavailable"  # 503: the gateway's fault
+    assert "wrong-secret" not in str(caught.value)
+
+
+def test_the_pool_is_built_once_with_the_providers_callback(idp: FakeIdentityProvider) -> None:
+    runtime = _runtime(idp)
+    runtime.open()
+    runtime.open()
+    [arguments] = runtime.built  # type: ignore[attr-defined]
+    assert arguments["access_token"] == runtime.tokens.pool_callback
+    assert arguments["access_token"](False) == idp.issued[0]  # what the driver would get
+    assert arguments["access_token"](True) == idp.issued[1]  # ... and after expiry
+    runtime.close()
+
+
+def test_readiness_is_false_when_the_database_cannot_be_reached(
+        idp: FakeIdentityProvider) -> None:
+    unreachable = OracleTenantRuntime(
+        "acme", _tenant(oracle=_oracle(dsn="tcps://127.0.0.1:9/nosuch",
+                                       access_token=_access_token(token_url=idp.token_url)),
+                        pool_min_size=0, pool_timeout_seconds=1), shared_embedder)
+    try:
+        assert asyncio.run(unreachable.ready(5.0)) is False
+    finally:
+        unreachable.close()
