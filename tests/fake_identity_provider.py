@@ -30,6 +30,8 @@ class FakeIdentityProvider:
         self.fail_next = 0
         """Answer this many next requests with HTTP 503 (a provider outage)."""
         self.delay_seconds = 0.0
+        self.clock_skew_seconds = 0
+        """How far the tokens' ``exp`` is behind ``expires_in`` (a provider clock ahead)."""
         self._lock = threading.Lock()
         provider = self
 
@@ -81,7 +83,8 @@ class FakeIdentityProvider:
             return self._reply(request, 400, {"error": "invalid_scope"})
         with self._lock:
             token = unsigned_jwt({"sub": CLIENT_ID, "aud": "memorypdb", "n": len(self.issued),
-                          "exp": int(time.time()) + (self.expires_in or 3600)})
+                          "exp": int(time.time()) + (self.expires_in or 3600)
+                          - self.clock_skew_seconds})
             self.issued.append(token)
         body: dict[str, Any] = {"access_token": token, "token_type": "Bearer"}
         if self.expires_in is not None:

@@ -94,13 +94,31 @@ def test_refresh_and_invalidate_force_a_new_token(idp: FakeIdentityProvider) -> 
     provider = ClientCredentialsTokenProvider(_settings(idp), clock=Clock())
     first = provider.pool_callback(False)
     assert provider.pool_callback(False) == first
-    second = provider.pool_callback(True)  # python-oracledb: the token it held has expired
+    second = provider.token(refresh=True)
     assert second != first
     provider.invalidate(first)  # a token no longer cached: nothing happens
     assert provider.token() == second
     provider.invalidate(second)  # the database refused it
     assert provider.token() not in (first, second)
     assert len(idp.requests) == 3
+
+
+def test_the_pools_refresh_fetches_only_an_expired_token(idp: FakeIdentityProvider) -> None:
+    clock = Clock()
+    provider = ClientCredentialsTokenProvider(_settings(idp), clock=clock)
+    first = provider.pool_callback(False)
+    clock.now += 3600  # our estimate is due: the driver's expired token is replaced
+    second = provider.pool_callback(True)
+    assert second != first
+    # Pool threads that held the old token and ask now get the new one, with no new fetch.
+    assert [provider.pool_callback(True) for _ in range(3)] == [second] * 3
+    assert len(idp.requests) == 2
+    idp.clock_skew_seconds = 7200  # the provider's clock is ahead: exp already passed
+    provider.invalidate(second)
+    third = provider.token()
+    assert provider.pool_callback(False) == third  # not due by our estimate ...
+    fourth = provider.pool_callback(True)  # ... but the driver is right: exp has passed
+    assert fourth != third and len(idp.requests) == 4
 
 
 def test_a_transient_failure_is_retried_once(idp: FakeIdentityProvider) -> None:

@@ -19,7 +19,7 @@ import oracledb
 import pytest
 from fake_identity_provider import CLIENT_ID, CLIENT_SECRET, SCOPE, FakeIdentityProvider
 from oam_gateway.oracle_pool import create_oracle_pool, pool_arguments
-from oam_gateway.oracle_settings import dsn_uses_tls
+from oam_gateway.oracle_settings import OracleDatabaseSettings, dsn_uses_tls
 from oam_gateway.oracle_tenant import OracleTenantRuntime
 from oam_gateway.principal import Principal
 from oam_gateway.settings import GatewaySettings
@@ -307,7 +307,8 @@ def test_the_pool_is_built_once_with_the_providers_callback(idp: FakeIdentityPro
     [arguments] = runtime.built  # type: ignore[attr-defined]
     assert arguments["access_token"] == runtime.tokens.pool_callback
     assert arguments["access_token"](False) == idp.issued[0]  # what the driver would get
-    assert arguments["access_token"](True) == idp.issued[1]  # ... and after expiry
+    # A refresh while the cached token's exp has not passed hands that token out again.
+    assert arguments["access_token"](True) == idp.issued[0] and len(idp.requests) == 1
     runtime.close()
 
 
@@ -321,3 +322,56 @@ def test_readiness_is_false_when_the_database_cannot_be_reached(
         assert asyncio.run(unreachable.ready(5.0)) is False
     finally:
         unreachable.close()
+
+
+def test_sdk_work_runs_in_a_worker_thread_inside_the_callers_context(
+        idp: FakeIdentityProvider) -> None:
+    import threading
+
+    from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
+    from oracleagentmemory.core.deepsec.context import active_security_context
+
+    runtime = _runtime(idp)
+
+    def work() -> tuple[Any, str]:
+        return active_security_context(), threading.current_thread().name
+
+    async def request() -> tuple[Any, Any, str]:
+        context = await runtime.context_for(_principal("alice"))
+        async with OracleMemoryEndUserSecurityContext(context):
+            seen, thread = await runtime.run(work)
+        return context, seen, thread
+
+    context, seen, thread = asyncio.run(request())
+    assert seen is context  # the scope follows the work into the worker thread
+    assert thread != threading.main_thread().name
+    assert asyncio.run(runtime.run(active_security_context)) is None  # control: no scope
+
+
+def test_a_request_reaches_the_oracle_tenant_through_the_gateway(
+        idp: FakeIdentityProvider, tmp_path: Path) -> None:
+    """The live gateway (uvicorn, real HTTP) with one Oracle tenant: the caller's request
+    fetches the database access token, builds the caller's context and opens the store on the
+    python-oracledb pool. No Oracle database answers here, so the request ends there: 501
+    while the SDK's Oracle engine is not registered, 503 once it is (the pool cannot connect);
+    never a 500, and no secret in the answer. ``/readyz`` answers 503."""
+    import httpx
+    from gateway_harness import AUDIENCE, ISSUER, bearer, live_server, make_issuer, token_for
+    from oam_gateway.app import create_app
+
+    issuer, jwks_file = make_issuer(tmp_path)
+    settings = GatewaySettings(
+        oracle=OracleDatabaseSettings(**_oracle(
+            dsn="tcps://127.0.0.1:9/nosuch", access_token=_access_token(token_url=idp.token_url))),
+        memory_store_id="demo", schema_owner="OAM_OWNER", end_user_mode="local",
+        pool_min_size=0, pool_timeout_seconds=1, issuer=ISSUER, audience=AUDIENCE,
+        jwks_file=jwks_file, embedder="none")
+    with live_server(create_app(settings)) as url:
+        ready = httpx.get(f"{url}/readyz", timeout=30)
+        answer = httpx.get(f"{url}/v1/memories", headers=bearer(token_for(issuer, "alice")),
+                           timeout=30)
+    assert ready.status_code == 503
+    assert answer.status_code in (501, 503), answer.text
+    assert len(idp.issued) >= 1  # the gateway asked the identity provider for its token
+    for text in (ready.text, answer.text):
+        assert CLIENT_SECRET not in text and idp.issued[0] not in text

@@ -77,6 +77,8 @@ class _Cached:
     token: str
     refresh_at: float
     """Clock time after which the token is fetched again."""
+    jwt_exp: float | None
+    """The token's own ``exp`` (seconds since the epoch), when it is a JWT."""
 
 
 class ClientCredentialsTokenProvider:
@@ -125,21 +127,40 @@ class ClientCredentialsTokenProvider:
 
     def pool_callback(self, refresh: bool) -> str:
         """python-oracledb's ``access_token`` callable: called with ``refresh=False`` for a
-        token, and with ``True`` when the one it was given has expired."""
-        return self.token(refresh=refresh)
+        token, and with ``True`` when the one it was given has expired by its JWT ``exp``.
+
+        A refresh fetches anew only when the cached token is due or its own ``exp`` has passed
+        (the provider's clock runs ahead): a token fetched since is handed out as it is, so
+        pool threads growing the pool at once do not each fetch one.
+        """
+        if refresh:
+            with self._lock:
+                cached = self._cached
+                if cached is not None and cached.jwt_exp is not None and (
+                        cached.jwt_exp <= time.time()):
+                    self._cached = None
+        return self.token()
 
     # --- fetching --------------------------------------------------------------------------
     def _fetch_with_retry(self) -> _Cached:
         try:
-            return self._fetch()
-        except DatabaseAccessTokenUnavailable as first:
-            _log.warning("database access token: %s; asking once more", first)
-            return self._fetch()
+            try:
+                return self._fetch()
+            except DatabaseAccessTokenUnavailable as first:
+                _log.warning("database access token for client %s: %s; asking once more",
+                             self._settings.client_id, first)
+                return self._fetch()
+        except DatabaseAccessTokenError as error:
+            _log.error("database access token for client %s: %s", self._settings.client_id,
+                       error)
+            raise
 
     def _fetch(self) -> _Cached:
         settings = self._settings
         self.fetches += 1
         started = self._clock()
+        where = f"the {settings.provider} token endpoint"
+        details: dict[str, Any] = {"provider": settings.provider, "client_id": settings.client_id}
         try:
             with OAuth2Client(client_id=settings.client_id, client_secret=self._secret,
                               scope=settings.scope, timeout=settings.timeout_seconds,
@@ -149,34 +170,30 @@ class ClientCredentialsTokenProvider:
         except OAuthError as error:
             code = self._scrub(str(getattr(error, "error", "") or "error"))[:_MAX_CODE_CHARS]
             raise DatabaseAccessTokenRejected(
-                f"the {settings.provider} token endpoint refused the gateway's client "
-                f"credentials for client {settings.client_id!r} ({code})",
-                provider=settings.provider, client_id=settings.client_id,
-                oauth_error=code) from None
+                f"{where} refused the gateway's database access token request ({code})",
+                oauth_error=code, **details) from None
         except httpx2.HTTPStatusError as error:
             status = error.response.status_code
             kind = DatabaseAccessTokenUnavailable if status >= 500 or status == 429 else (
                 DatabaseAccessTokenRejected)
-            raise kind(f"the {settings.provider} token endpoint answered HTTP {status} for "
-                       f"client {settings.client_id!r}", provider=settings.provider,
-                       client_id=settings.client_id, status=status) from None
+            raise kind(f"{where} answered the gateway's database access token request with "
+                       f"HTTP {status}", status=status, **details) from None
         except (httpx2.HTTPError, ValueError) as error:
             raise DatabaseAccessTokenUnavailable(
-                f"the {settings.provider} token endpoint could not be asked for client "
-                f"{settings.client_id!r} ({type(error).__name__})",
-                provider=settings.provider, client_id=settings.client_id) from None
+                f"{where} could not be asked for the gateway's database access token "
+                f"({type(error).__name__})", **details) from None
         token = reply.get("access_token")
         if not isinstance(token, str) or not token:
             raise DatabaseAccessTokenUnavailable(
-                f"the {settings.provider} token endpoint answered without an access token "
-                f"for client {settings.client_id!r}", provider=settings.provider,
-                client_id=settings.client_id)
+                f"{where} answered the gateway's database access token request without an "
+                "access token", **details)
         lifetime = _lifetime_seconds(reply, token)
         margin = settings.refresh_margin_seconds
         usable = lifetime - margin if lifetime > margin else lifetime / 2
         _log.info("database access token fetched from %s for client %s (valid %.0f s)",
                   settings.provider, settings.client_id, lifetime)
-        return _Cached(token=token, refresh_at=started + max(0.0, usable))
+        return _Cached(token=token, refresh_at=started + max(0.0, usable),
+                       jwt_exp=_jwt_expiry(token))
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
