@@ -375,3 +375,64 @@ def test_a_request_reaches_the_oracle_tenant_through_the_gateway(
     assert len(idp.issued) >= 1  # the gateway asked the identity provider for its token
     for text in (ready.text, answer.text):
         assert CLIENT_SECRET not in text and idp.issued[0] not in text
+
+
+def test_a_settings_file_names_an_oracle_tenant_beside_a_postgresql_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oam_gateway.settings import load_settings
+
+    (tmp_path / "client-secret").write_text(CLIENT_SECRET, encoding="utf-8")
+    toml = tmp_path / "gateway.toml"
+    toml.write_text(f"""
+issuer = "https://idp.example"
+audience = "oam"
+jwks_file = "/jwks.json"
+tenant_claim = "tenant"
+
+[tenants.globex]
+memory_store_id = "demo"
+schema_owner = "oam_demo"
+identity_provider = "idp"
+
+[tenants.acme]
+memory_store_id = "demo"
+schema_owner = "OAM_OWNER"
+end_user_mode = "token"
+
+[tenants.acme.oracle]
+dsn = "{DSN}"
+user = "OAM_RUNTIME"
+
+[tenants.acme.oracle.access_token]
+provider = "entra_id"
+token_url = "https://login.microsoftonline.com/t/oauth2/v2.0/token"
+client_id = "{CLIENT_ID}"
+client_secret_file = "{tmp_path / 'client-secret'}"
+scope = "{SCOPE}"
+""", encoding="utf-8")
+    monkeypatch.setenv("OAM_GATEWAY_TENANTS__GLOBEX__DATABASE_URL", "postgresql://rt:pw@db/x")
+    with pytest.raises(ValidationError, match="needs password or password_file"):
+        load_settings(toml)  # the pool password is not in the file
+    monkeypatch.setenv("OAM_GATEWAY_TENANTS__ACME__ORACLE__PASSWORD", POOL_PASSWORD)
+    tenants = load_settings(toml).tenant_settings()
+    assert tenants["globex"].engine == "postgresql" and tenants["acme"].engine == "oracle"
+    oracle = tenants["acme"].oracle
+    assert oracle is not None and oracle.password_value() == POOL_PASSWORD
+    assert oracle.access_token.client_secret_value() == CLIENT_SECRET
+
+
+def test_the_request_timeout_bounds_each_database_round_trip(idp: FakeIdentityProvider) -> None:
+    from oam_gateway.oracle_pool import CallTimeout
+
+    runtime = OracleTenantRuntime(
+        "acme", _tenant(oracle=_oracle(access_token=_access_token(token_url=idp.token_url))),
+        shared_embedder, transaction_timeout_seconds=2.5)
+    arguments = runtime.pool_arguments()
+    callback = arguments["session_callback"]
+    assert isinstance(callback, CallTimeout) and callback.milliseconds == 3500  # + 1 s grace
+    pool = create_oracle_pool({**arguments, "min": 0})  # the driver takes the callback
+    try:
+        assert pool.session_callback is callback
+    finally:
+        pool.close(force=True)
+    assert "session_callback" not in _runtime(idp).pool_arguments()  # no timeout: unbounded

@@ -25,8 +25,22 @@ AccessTokenCallback = Callable[[bool], str]
 """python-oracledb's ``access_token`` callable: ``callback(refresh) -> token``."""
 
 
-def pool_arguments(tenant: TenantSettings, access_token: AccessTokenCallback) -> dict[str, Any]:
-    """The keyword arguments of ``oracledb.create_pool`` for ``tenant`` (an Oracle tenant).
+class CallTimeout:
+    """A pool ``session_callback`` bounding every round trip of each new session to
+    ``milliseconds`` (``Connection.call_timeout``): a request the gateway has given up on
+    (its worker thread cannot be cancelled) ends at its next database wait, with DPY-4024."""
+
+    def __init__(self, milliseconds: int) -> None:
+        self.milliseconds = milliseconds
+
+    def __call__(self, connection: oracledb.Connection, requested_tag: str | None) -> None:
+        connection.call_timeout = self.milliseconds
+
+
+def pool_arguments(tenant: TenantSettings, access_token: AccessTokenCallback,
+                   call_timeout_seconds: float | None = None) -> dict[str, Any]:
+    """The keyword arguments of ``oracledb.create_pool`` for ``tenant`` (an Oracle tenant);
+    ``call_timeout_seconds`` bounds each database round trip (``None``: unbounded).
 
     Holds secrets (the pool password, the wallet password): never log the result.
     """
@@ -57,6 +71,9 @@ def pool_arguments(tenant: TenantSettings, access_token: AccessTokenCallback) ->
         arguments["password"] = oracle.password_value()
     else:
         arguments["access_token"] = access_token
+    if call_timeout_seconds is not None:
+        arguments["session_callback"] = CallTimeout(
+            max(1, math.ceil(call_timeout_seconds * 1000)))
     return arguments
 
 

@@ -47,6 +47,8 @@ CONTEXT_CACHE_SIZE = 10_000
 """How many callers' end-user contexts a tenant keeps (least recently used dropped first)."""
 CONTEXT_REUSE_SECONDS = 300.0
 """How long a caller's context is reused (never past the database access token it holds)."""
+CALL_TIMEOUT_GRACE_SECONDS = 1.0
+"""How much longer than the request timeout one database round trip may take."""
 
 EndUserIdentity = str | tuple[str, None]
 PoolFactory = Callable[[dict[str, Any]], oracledb.ConnectionPool]
@@ -58,7 +60,8 @@ class OracleTenantRuntime:
     def __init__(self, name: str, settings: TenantSettings,
                  embedder_for: Callable[[EmbedderChoice, int], IEmbedder | None], *,
                  tokens: ClientCredentialsTokenProvider | None = None,
-                 pool_factory: PoolFactory = create_oracle_pool) -> None:
+                 pool_factory: PoolFactory = create_oracle_pool,
+                 transaction_timeout_seconds: float | None = None) -> None:
         if settings.oracle is None:
             raise InvalidArgumentError(f"tenant {name!r} names no Oracle database",
                                        argument="oracle")
@@ -67,6 +70,9 @@ class OracleTenantRuntime:
         self.tokens = tokens or ClientCredentialsTokenProvider(settings.oracle.access_token)
         self._embedder_for = embedder_for
         self._pool_factory = pool_factory
+        self._call_timeout_seconds = (
+            None if transaction_timeout_seconds is None
+            else transaction_timeout_seconds + CALL_TIMEOUT_GRACE_SECONDS)
         self._pool: oracledb.ConnectionPool | None = None
         self._pool_lock = threading.Lock()
         self._slots: asyncio.Semaphore | None = None
@@ -79,7 +85,8 @@ class OracleTenantRuntime:
     # --- the pool ----------------------------------------------------------------------------
     def pool_arguments(self) -> dict[str, Any]:
         """The ``oracledb.create_pool`` arguments of this tenant (hold secrets: never log)."""
-        return pool_arguments(self.settings, self.tokens.pool_callback)
+        return pool_arguments(self.settings, self.tokens.pool_callback,
+                              self._call_timeout_seconds)
 
     def open(self) -> None:
         """Create the pool (python-oracledb opens its connections; a no-op when it exists)."""

@@ -197,7 +197,9 @@ class Tenants:
     def __init__(self, settings: dict[str, TenantSettings],
                  transaction_timeout_seconds: float | None = None) -> None:
         self._runtimes: dict[str, Runtime] = {
-            name: OracleTenantRuntime(name, tenant, shared_embedder) if tenant.oracle is not None
+            name: OracleTenantRuntime(name, tenant, shared_embedder,
+                                      transaction_timeout_seconds=transaction_timeout_seconds)
+            if tenant.oracle is not None
             else TenantRuntime(name, tenant, transaction_timeout_seconds)
             for name, tenant in settings.items()}
 
