@@ -90,6 +90,7 @@ def test_postgresql_tenants_are_unchanged() -> None:
     ({"oracle": None}, "exactly one of them"),
     ({"end_user_mode": "vouched", "identity_provider": "idp"}, "'vouched' is PostgreSQL's"),
     ({"app_token": SecretStr("t")}, "takes no app_token"),
+    ({"identity_provider": "idp"}, "leave identity_provider unset"),
     ({"group_roles": {"staff": ("R",)}}, "group_roles do not apply to local end users"),
     ({"oracle": _oracle(dsn="db.example.com:1521/memorypdb")}, "must use TLS"),
     ({"oracle": _oracle(dsn="(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=h)(PORT=1521))"
@@ -436,3 +437,41 @@ def test_the_request_timeout_bounds_each_database_round_trip(idp: FakeIdentityPr
     finally:
         pool.close(force=True)
     assert "session_callback" not in _runtime(idp).pool_arguments()  # no timeout: unbounded
+
+
+@pytest.mark.parametrize(("mode", "subject", "expected"), [
+    ("local", "alice", "ALICE"),  # CREATE END USER alice stores ALICE
+    ("local", '"mixedCase"', "mixedCase"),  # a quoted name keeps its case
+    ("token", "alice@example.com", "alice@example.com"),  # the database takes the claim as is
+])
+def test_callers_are_named_as_the_oracle_database_names_them(
+        tmp_path: Path, mode: str, subject: str, expected: str) -> None:
+    """The principal's user_name is what rows' user_id must hold: on Oracle, the value of
+    ORA_END_USER_CONTEXT.username for that caller (else the data grants' owner predicate would
+    refuse every insert and hide every row)."""
+    from gateway_harness import AUDIENCE, ISSUER, make_issuer, token_for
+    from oam_gateway.auth import TokenVerifier
+
+    issuer, jwks_file = make_issuer(tmp_path)
+    settings = GatewaySettings(oracle=OracleDatabaseSettings(**_oracle()),
+                               memory_store_id="demo", schema_owner="OAM_OWNER",
+                               end_user_mode=mode, issuer=ISSUER, audience=AUDIENCE,  # type: ignore[arg-type]
+                               jwks_file=jwks_file)
+    principal = asyncio.run(TokenVerifier.from_settings(settings).verify(
+        token_for(issuer, subject)))
+    assert principal.user_name == expected and principal.subject == subject
+
+
+def test_a_subject_that_names_no_oracle_end_user_is_refused(tmp_path: Path) -> None:
+    from gateway_harness import AUDIENCE, ISSUER, make_issuer, token_for
+    from oam_gateway.auth import TokenRejected, TokenVerifier
+
+    issuer, jwks_file = make_issuer(tmp_path)
+    settings = GatewaySettings(oracle=OracleDatabaseSettings(**_oracle()),
+                               memory_store_id="demo", schema_owner="OAM_OWNER",
+                               end_user_mode="local", issuer=ISSUER, audience=AUDIENCE,
+                               jwks_file=jwks_file)
+    verifier = TokenVerifier.from_settings(settings)
+    with pytest.raises(TokenRejected, match="names no Oracle end user"):
+        asyncio.run(verifier.verify(token_for(issuer, 'al"ice')))
+    assert asyncio.run(verifier.verify(token_for(issuer, "alice"))).user_name == "ALICE"

@@ -18,8 +18,10 @@ from joserfc import jwt
 from joserfc.errors import InvalidKeyIdError, JoseError
 from joserfc.jwk import KeySet
 from joserfc.jwt import JWTClaimsRegistry
+from oracleagentmemory.errors import InvalidArgumentError
 
 from oam_gateway.jwks import FileKeys, KeySource, RemoteKeys
+from oam_gateway.oracle_tenant import database_user_name
 from oam_gateway.principal import Principal
 from oam_gateway.settings import GatewaySettings
 from oam_gateway.token_cache import VerifiedTokenCache
@@ -142,6 +144,12 @@ class TokenVerifier:
         namespace = self._tenants[tenant].identity_provider
         vouched = self._tenants[tenant].end_user_mode != "local"
         name = f"{namespace}:{user}" if namespace and vouched else user
+        if self._tenants[tenant].oracle is not None:  # the name the Oracle database gives
+            try:
+                name = database_user_name(self._tenants[tenant], user)
+            except InvalidArgumentError as error:
+                raise TokenRejected(f"the {self._user_claim!r} claim names no Oracle end "
+                                    "user") from error
         return Principal(user_name=name, groups=tuple(groups), tenant=tenant,
                          expires_at=expires_at, subject=user,
                          scopes=self._scopes(claims.get(self._scope_claim)), token=token)

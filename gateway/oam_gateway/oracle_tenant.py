@@ -54,6 +54,18 @@ EndUserIdentity = str | tuple[str, None]
 PoolFactory = Callable[[dict[str, Any]], oracledb.ConnectionPool]
 
 
+def database_user_name(settings: TenantSettings, subject: str) -> str:
+    """The name an Oracle tenant's database gives the caller whose user claim is ``subject``
+    (what ``ORA_END_USER_CONTEXT.username`` returns, and so what the rows' ``user_id`` holds):
+    the local end user's stored name in ``local`` mode (unquoted names upper-cased), the claim
+    itself in ``token`` mode (the database takes ``sub`` from an OCI IAM token and ``upn`` from
+    an Entra ID one: set ``user_claim`` to match). Raises :class:`InvalidArgumentError` for a
+    subject that is no Oracle end-user name."""
+    if settings.end_user_mode == "local":
+        return local_end_user_name(subject)
+    return subject
+
+
 class OracleTenantRuntime:
     """One Oracle tenant's pool and client, and the end-user contexts of its callers."""
 
@@ -107,7 +119,7 @@ class OracleTenantRuntime:
                 raise InvalidArgumentError("token mode needs the caller's bearer token",
                                            argument="token")
             return principal.token
-        return (local_end_user_name(principal.subject), None)
+        return (database_user_name(self.settings, principal.subject), None)
 
     def data_roles(self, principal: Principal) -> list[str] | None:
         """The data roles asked for: ``group_roles`` of the caller's groups (token mode)."""

@@ -102,6 +102,10 @@ def _check_oracle_tenant(tenant: TenantSettings) -> None:
         raise ValueError("end_user_mode 'vouched' is PostgreSQL's: an Oracle tenant needs "
                          "end_user_mode 'token' (the caller's own token) or 'local' (a local "
                          "end user named by the caller's subject)")
+    if tenant.identity_provider is not None:
+        raise ValueError("identity_provider namespaces PostgreSQL's user names; on Oracle the "
+                         "database names the end user (the token's sub or upn, or the local "
+                         "end user): leave identity_provider unset")
     if tenant.app_token is not None or tenant.app_token_file is not None:
         raise ValueError("an Oracle tenant takes no app_token: its database access token comes "
                          "from oracle.access_token")
