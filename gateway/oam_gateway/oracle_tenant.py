@@ -9,9 +9,11 @@ end_user_identity=...)``: the database access token is the gateway's own (client
   database verifies again and takes the user from (``sub`` / ``upn``); the caller's groups
   mapped by ``group_roles`` ask for data roles;
 - ``end_user_mode = "local"``: the local end user named by the caller's subject, as the database
-  stores an unquoted name (upper case; :func:`~oracleagentmemory.engines.oracle.context.
-  local_end_user_name`), with no key and no data roles (python-oracledb refuses data roles with
-  a local identity).
+  stores an unquoted name (upper case: :func:`database_user_name`), with no key and no data
+  roles (the Deep Data Security Guide rejects data roles with a local identity).
+
+The caller's ``user_name`` (the rows' ``user_id``) is that same database name
+(:func:`database_user_name`, applied by :mod:`oam_gateway.auth`).
 
 The SDK is synchronous and python-oracledb's thin-mode waits block, so each SDK call runs in a
 worker thread (``asyncio.to_thread`` carries the request's end-user context along). Not run
