@@ -59,6 +59,8 @@ from oracleagentmemory.engines.postgres.context_sql import context_transaction  
 from gateway import direct_client, load_store, write_settings  # noqa: E402
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+POSTMASTER: list[int | None] = [None]
+"""The pid of the bench's server (set in :func:`main`)."""
 
 
 def process_cpu() -> float:
@@ -67,33 +69,60 @@ def process_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def postgres_cpu() -> float | None:
-    """CPU seconds of every ``postgres`` process on this machine (None: none visible)."""
-    total, seen = 0, False
+def _proc_stat(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (None: no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            stat = handle.read()
+    except OSError:
+        return None  # the process ended meanwhile
+    return stat.rsplit(")", 1)[1].split()
+
+
+def server_pid(conn: psycopg.Connection[Any]) -> int | None:
+    """The postmaster of the server ``conn`` talks to (the parent of its backend), when that
+    server runs on this machine."""
+    row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    fields = _proc_stat(row[0]) if row else None
+    return int(fields[1]) if fields else None
+
+
+def postgres_cpu(postmaster: int | None) -> dict[int, int] | None:
+    """CPU ticks by process of the server ``postmaster`` and its backends (None: not visible).
+
+    Only that server counts: other PostgreSQL servers on the machine (a test suite running
+    meanwhile) would otherwise add their CPU, and their exiting processes subtract it.
+    """
+    if postmaster is None:
+        return None
+    ticks: dict[int, int] = {}
     for path in glob.glob("/proc/[0-9]*/stat"):
-        try:
-            with open(path, encoding="ascii", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
-            continue  # the process ended meanwhile
-        if "(postgres)" in stat:
-            fields = stat.rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-            seen = True
-    return total / _TICKS if seen else None
+        pid = int(path.split("/")[2])
+        fields = _proc_stat(pid)
+        if fields is not None and (pid == postmaster or int(fields[1]) == postmaster):
+            ticks[pid] = int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks or None
+
+
+def cpu_since(before: dict[int, int] | None, after: dict[int, int] | None) -> float | None:
+    """CPU seconds the server's processes spent between two :func:`postgres_cpu` snapshots
+    (a backend that started meanwhile counts from zero; one that ended is not counted)."""
+    if before is None or after is None:
+        return None
+    return sum(t - before.get(pid, 0) for pid, t in after.items()) / _TICKS
 
 
 def per_call(work: Callable[[], Any], iterations: int) -> tuple[float, float, float | None]:
     """Wall, client CPU and database CPU per call of ``work`` (microseconds), after a warm-up."""
     for _ in range(max(1, iterations // 10)):
         work()
-    pg_before, cpu_before, started = postgres_cpu(), process_cpu(), time.perf_counter()
+    pg_before, cpu_before, started = postgres_cpu(POSTMASTER[0]), process_cpu(), \
+        time.perf_counter()
     for _ in range(iterations):
         work()
     wall = time.perf_counter() - started
     cpu = process_cpu() - cpu_before
-    pg_after = postgres_cpu()
-    pg = None if pg_before is None or pg_after is None else (pg_after - pg_before)
+    pg = cpu_since(pg_before, postgres_cpu(POSTMASTER[0]))
     scale = 1e6 / iterations
     return wall * scale, cpu * scale, None if pg is None else pg * scale
 
@@ -254,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     with bench_server(None, args.data_dir) as url, \
             tempfile.TemporaryDirectory(prefix="oam-bench-costs-") as tmp:
         env = setup_environment(url)
+        with psycopg.connect(url) as conn:
+            POSTMASTER[0] = server_pid(conn)
         store_id, ids = load_store(env, args.users, args.memories, 64, "hashing")
         user = next(iter(ids))
         context = create_end_user_security_context(
