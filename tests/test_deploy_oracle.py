@@ -16,13 +16,20 @@ from __future__ import annotations
 import importlib.util
 import re
 import shlex
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[import-not-found]
+
 import pytest
 import sqlglot
+from oam_gateway.tenant_settings import TenantSettings
 from oracleagentmemory.admin_cli.main import build_parser
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES
 from sqlglot import exp
@@ -275,7 +282,16 @@ def test_every_oam_admin_command_in_the_readme_parses_with_the_real_cli(command:
 def test_the_readme_says_plainly_that_oam_admin_does_not_reach_oracle_yet() -> None:
     text = readme()
     assert "these commands do not work on Oracle yet" in text
-    assert "no Oracle fields yet" in text
+    assert "cannot reach the database yet" in text
+
+
+def test_the_readmes_gateway_settings_load_as_an_oracle_tenant() -> None:
+    [block] = re.findall(r"```toml\n(.*?)```", readme(), re.S)
+    tenants = tomllib.loads(block)["tenants"]
+    tenant = TenantSettings.model_validate(tenants["acme"])
+    assert tenant.oracle is not None and tenant.oracle.dsn.startswith("tcps://")
+    assert tenant.oracle.user == "OAM_RUNTIME"
+    assert tenant.end_user_mode == "local"
 
 
 # --- render_sql.py -------------------------------------------------------------------------------
