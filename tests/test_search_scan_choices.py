@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from oracleagentmemory.core import OracleDBMemoryStore
+from oracleagentmemory.engines import scan_choices
 from oracleagentmemory.engines.postgres import search
-from oracleagentmemory.engines.postgres.search import ScanChoices
+from oracleagentmemory.engines.scan_choices import ScanChoices
 
 
 def _load(store: OracleDBMemoryStore, users: dict[str, int]) -> np.ndarray:
@@ -40,7 +41,7 @@ def test_a_remembered_choice_is_reused_until_it_expires(
     vector_store.search(None, 3, query_vector=query, user_id="u2", exact_user_match=True,
                         record_types={"memory"})
     assert len(probes) == 2  # another user filter: its own choice
-    monkeypatch.setattr(search, "SCAN_CHOICE_SECONDS", -1.0)
+    monkeypatch.setattr(scan_choices, "SCAN_CHOICE_SECONDS", -1.0)
     choices.put(("expired",), True)
     assert choices.get(("expired",)) is None
 

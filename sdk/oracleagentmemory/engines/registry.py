@@ -62,8 +62,6 @@ _ENTRIES: list[EngineEntry] = [
         name="oracle",
         engine_path="oracleagentmemory.engines.oracle.engine:OracleEngine",
         driver_modules=("oracledb",),
-        unavailable="the Oracle engine is not available in this release; use PostgreSQL (the "
-                    "embedded default) until it lands",
     ),
 ]
 

@@ -29,8 +29,8 @@ from oracleagentmemory.engines.postgres.driver_errors import (
     quiet_pipeline_aborts,
     translate,
 )
-from oracleagentmemory.engines.postgres.search import ScanChoices
 from oracleagentmemory.engines.postgres.session import PostgresSession
+from oracleagentmemory.engines.scan_choices import ScanChoices
 from oracleagentmemory.errors import (
     DatabaseUnavailableError,
     InvalidArgumentError,

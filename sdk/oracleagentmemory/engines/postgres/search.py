@@ -12,8 +12,6 @@ than a filtered HNSW scan, which must step over every other user's chunks.
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 import psycopg
@@ -30,6 +28,7 @@ from oracleagentmemory.engines.interfaces import (
 from oracleagentmemory.engines.layout import MEMORY_TYPES, PROFILE_TYPES
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.filters import render_filter, scope_predicates
+from oracleagentmemory.engines.scan_choices import ScanChoices
 
 MAX_EF_SEARCH = 1000
 MIN_EF_SEARCH = 100
@@ -50,38 +49,6 @@ index-only: 1,000 chunks in 4-7 ms, a filtered HNSW scan 4,000 tuples in 300 ms,
 2-core machine); rounded up in favour of the exact scan, whose recall is 1 where a filtered
 HNSW scan's is 0.92-0.95 (a 5% filter).
 """
-SCAN_CHOICE_SECONDS = 30.0
-"""How long a choice between an exact scan and HNSW is reused for the same user filter."""
-SCAN_CHOICE_LIMIT = 10_000
-
-
-class ScanChoices:
-    """Recent choices between an exact scan and HNSW, per viewer, store and user filter.
-
-    The choice only affects speed, never results (an HNSW round that under-returns is repeated
-    exactly), so it may be a little stale: reusing it saves the counting statement of
-    :func:`_few_scoped_chunks` on repeated searches. Keyed by the end user the database
-    applies (``viewer``), so one user's choice never depends on what another user can see.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._choices: dict[tuple[Any, ...], tuple[bool, float]] = {}
-
-    def get(self, key: tuple[Any, ...]) -> bool | None:
-        with self._lock:
-            found = self._choices.get(key)
-        if found is None or found[1] < time.monotonic():
-            return None
-        return found[0]
-
-    def put(self, key: tuple[Any, ...], exact: bool) -> None:
-        with self._lock:
-            if len(self._choices) >= SCAN_CHOICE_LIMIT:
-                self._choices.clear()
-            self._choices[key] = (exact, time.monotonic() + SCAN_CHOICE_SECONDS)
-
-
 def viewer_key(security: Any | None) -> str | None:
     """Who a context makes the database see (kind, name, groups, data roles), as a key."""
     if security is None:

@@ -1,0 +1,144 @@
+"""The Oracle engine: python-oracledb (thin mode) connections and pools, transactions, and the
+end-user security context of each operation.
+
+Not run against a live database: no Oracle database is reachable where it was written. Every
+statement it runs is pinned by a golden file (``tests/golden/oracle_engine/``); the sequence
+here is type-checked against python-oracledb's real classes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import oracledb
+
+from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.interfaces import Engine, EngineCapabilities
+from oracleagentmemory.engines.oracle import context as contexts
+from oracleagentmemory.engines.oracle.ddl import LATEST_SCHEMA_VERSION, MAX_VECTOR_DIM
+from oracleagentmemory.engines.oracle.driver_errors import is_connection_lost, translate
+from oracleagentmemory.engines.oracle.names import MAX_IDENTIFIER_BYTES, OracleObjects
+from oracleagentmemory.engines.oracle.schema_ops import scalar
+from oracleagentmemory.engines.oracle.schema_sql import current_schema
+from oracleagentmemory.engines.oracle.session import OracleSession
+from oracleagentmemory.engines.scan_choices import ScanChoices
+from oracleagentmemory.errors import (
+    DatabaseUnavailableError,
+    InvalidArgumentTypeError,
+    SecurityContextError,
+)
+
+CAPABILITIES = EngineCapabilities(
+    name="oracle",
+    latest_schema_version=LATEST_SCHEMA_VERSION,
+    identifier_fold="upper",
+    max_identifier_length=MAX_IDENTIFIER_BYTES,
+    max_indexed_vector_dim=MAX_VECTOR_DIM,
+)
+
+
+class OracleEngine(Engine):
+    """Runs store operations on Oracle AI Database 26ai through python-oracledb.
+
+    ``source`` is an ``oracledb.ConnectionPool`` (concurrent calls; a connection that fails
+    mid-operation, or whose end-user context cannot be verified cleared, is dropped from the
+    pool) or an ``oracledb.Connection`` (single-session mode: calls are serialised). Oracle
+    takes no URL here: a pool carries the TLS wallet and access-token settings the caller chose.
+    """
+
+    capabilities = CAPABILITIES
+
+    @classmethod
+    def accepts(cls, source: object) -> bool:
+        return isinstance(source, (oracledb.Connection, oracledb.ConnectionPool))
+
+    @classmethod
+    def recognises_context(cls, security_context: object) -> bool:
+        return contexts.recognises_context(security_context)
+
+    def __init__(self, source: object) -> None:
+        self._pool: oracledb.ConnectionPool | None = None
+        self._conn: oracledb.Connection | None = None
+        self._lock = threading.RLock()
+        self.scan_choices = ScanChoices()
+        if isinstance(source, oracledb.ConnectionPool):
+            self._pool = source
+        elif isinstance(source, oracledb.Connection):
+            self._conn = source
+        else:
+            raise InvalidArgumentTypeError(
+                "pool must be an oracledb ConnectionPool or Connection, got "
+                f"{type(source).__name__}", argument="pool")
+
+    @contextmanager
+    def session(self, names: StoreNames, security: Any | None = None) -> Iterator[OracleSession]:
+        if security is not None and not contexts.recognises_context(security):
+            raise SecurityContextError(
+                "this end-user security context is not python-oracledb's; create it with "
+                "oracledb.create_end_user_security_context")
+        try:
+            if self._pool is not None:
+                yield from self._pooled(self._pool, names, security)
+            else:
+                assert self._conn is not None
+                with self._lock:
+                    yield from self._transaction(self._conn, names, security, self._keep)
+        except oracledb.Error as exc:
+            raise translate(exc) from exc
+
+    def _pooled(self, pool: oracledb.ConnectionPool, names: StoreNames,
+                security: Any | None) -> Iterator[OracleSession]:
+        conn = pool.acquire()
+        dropped = False
+
+        def drop(bad: oracledb.Connection) -> None:
+            nonlocal dropped
+            if not dropped:
+                dropped = True
+                pool.drop(bad)
+
+        try:
+            yield from self._transaction(conn, names, security, drop)
+        except oracledb.Error as exc:
+            if is_connection_lost(exc):
+                drop(conn)
+            raise
+        finally:
+            if not dropped:
+                pool.release(conn)
+
+    @staticmethod
+    def _keep(conn: oracledb.Connection) -> None:
+        """A borrowed standalone connection is never closed here; a failed context clear is
+        reported by the error the context module raises."""
+
+    def _transaction(self, conn: oracledb.Connection, names: StoreNames, security: Any | None,
+                     discard: Any) -> Iterator[OracleSession]:
+        """One transaction, inside the end-user context when ``security`` is given: attached
+        and verified before any work, cleared and verified after commit or rollback."""
+        if not conn.is_healthy():
+            raise DatabaseUnavailableError("the database connection is not usable")
+        if security is None:
+            yield from self._work(conn, names, None)
+            return
+        with contexts.attached_context(conn, security, None, discard=discard) as attached:
+            yield from self._work(conn, names, attached.username)
+
+    def _work(self, conn: oracledb.Connection, names: StoreNames,
+              end_user: str | None) -> Iterator[OracleSession]:
+        owner = names.schema if names.schema is not None else scalar(conn, current_schema())
+        session = OracleSession(conn, self, OracleObjects.of(names, owner), end_user)
+        try:
+            yield session
+        except BaseException:
+            conn.rollback()
+            raise
+        finally:
+            session.release_store_lock()
+        conn.commit()
+
+    def close(self) -> None:
+        """Borrowed pools and connections stay open: the caller owns them."""
