@@ -9,6 +9,7 @@ pinned by the golden-file tests ``tests/test_oracle_*.py``.
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 
 import oracledb
 import pytest
@@ -29,7 +30,7 @@ def closed_port() -> int:
 
 
 @pytest.fixture
-def unreachable_pool() -> oracledb.ConnectionPool:
+def unreachable_pool() -> Iterator[oracledb.ConnectionPool]:
     pool = oracledb.create_pool(user="oam_app", password="not-used",
                                 dsn=f"127.0.0.1:{closed_port()}/FREEPDB1", min=0, max=2,
                                 increment=1, tcp_connect_timeout=2)
