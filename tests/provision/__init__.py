@@ -23,9 +23,9 @@ class Provisioner(Protocol):
     def unavailable(self) -> str | None:
         """Why this engine cannot run here (``None``: it can)."""
 
-    def database(self) -> AbstractContextManager[str]:
-        """Start or reach the database for a test session; yields the admin's connection URL
-        (or DSN) that ``OracleDBMemoryStore`` accepts as ``pool``."""
+    def database(self) -> AbstractContextManager[object]:
+        """Start or reach the database for a test session; yields the admin's connection
+        source that ``OracleDBMemoryStore`` accepts as ``pool`` (a URL, or a driver pool)."""
 
 
 @dataclass(frozen=True)

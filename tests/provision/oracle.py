@@ -11,6 +11,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import oracledb
 from oracleagentmemory.engines.registry import engine_entries
 
 CONTAINER_RUNTIMES = ("docker", "podman")
@@ -32,11 +33,27 @@ class OracleProvisioner:
         return "set OAM_TEST_ORACLE_DSN or install a container runtime"
 
     @contextmanager
-    def database(self) -> Iterator[str]:
+    def database(self) -> Iterator[oracledb.ConnectionPool]:
+        """A pool on the database as the store owner (the engine takes pools, not URLs)."""
         reason = self.unavailable()
         if reason is not None:
             raise RuntimeError(f"Oracle is not reachable: {reason}")
-        yield os.environ["OAM_TEST_ORACLE_DSN"]
+        user, password, dsn = parse_dsn(os.environ["OAM_TEST_ORACLE_DSN"])
+        pool = oracledb.create_pool(user=user, password=password, dsn=dsn, min=1, max=4,
+                                    increment=1)
+        try:
+            yield pool
+        finally:
+            pool.close(force=True)
+
+
+def parse_dsn(value: str) -> tuple[str, str, str]:
+    """``user/password@connect_string`` as its three parts (the form SQL*Plus takes)."""
+    credentials, separator, dsn = value.partition("@")
+    user, slash, password = credentials.partition("/")
+    if not (separator and slash and user and password and dsn):
+        raise RuntimeError("OAM_TEST_ORACLE_DSN must be user/password@host:port/service")
+    return user, password, dsn
 
 
 ORACLE = OracleProvisioner()
