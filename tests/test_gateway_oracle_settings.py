@@ -353,9 +353,9 @@ def test_a_request_reaches_the_oracle_tenant_through_the_gateway(
         idp: FakeIdentityProvider, tmp_path: Path) -> None:
     """The live gateway (uvicorn, real HTTP) with one Oracle tenant: the caller's request
     fetches the database access token, builds the caller's context and opens the store on the
-    python-oracledb pool. No Oracle database answers here, so the request ends there: 501
-    while the SDK's Oracle engine is not registered, 503 once it is (the pool cannot connect);
-    never a 500, and no secret in the answer. ``/readyz`` answers 503."""
+    python-oracledb pool. No Oracle database answers here, so the request ends there with 503
+    (the pool cannot connect): never a 500, and no secret in the answer. ``/readyz`` answers
+    503."""
     import httpx
     from gateway_harness import AUDIENCE, ISSUER, bearer, live_server, make_issuer, token_for
     from oam_gateway.app import create_app
@@ -372,7 +372,8 @@ def test_a_request_reaches_the_oracle_tenant_through_the_gateway(
         answer = httpx.get(f"{url}/v1/memories", headers=bearer(token_for(issuer, "alice")),
                            timeout=30)
     assert ready.status_code == 503
-    assert answer.status_code in (501, 503), answer.text
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["type"].endswith("/database-unavailable"), answer.text
     assert len(idp.issued) >= 1  # the gateway asked the identity provider for its token
     for text in (ready.text, answer.text):
         assert CLIENT_SECRET not in text and idp.issued[0] not in text
