@@ -6,8 +6,10 @@ so) and a database is: then every behavioural test also runs on Oracle.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,6 +17,22 @@ import oracledb
 from oracleagentmemory.engines.registry import engine_entries
 
 CONTAINER_RUNTIMES = ("docker", "podman")
+
+
+@functools.cache
+def running_container_runtime() -> str | None:
+    """The first container runtime whose daemon answers (``<runtime> info``), else ``None``."""
+    for runtime in CONTAINER_RUNTIMES:
+        if shutil.which(runtime) is None:
+            continue
+        try:
+            answered = subprocess.run([runtime, "info"], capture_output=True, timeout=10,
+                                      check=False).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            answered = False
+        if answered:
+            return runtime
+    return None
 
 
 class OracleProvisioner:
@@ -28,9 +46,15 @@ class OracleProvisioner:
             return entry.unavailable
         if os.environ.get("OAM_TEST_ORACLE_DSN"):
             return None
-        if any(shutil.which(runtime) for runtime in CONTAINER_RUNTIMES):
-            return "a container runtime exists, but starting Oracle in it is not automated yet"
-        return "set OAM_TEST_ORACLE_DSN or install a container runtime"
+        runtime = running_container_runtime()
+        if runtime is not None:
+            return (f"{runtime} runs here, but starting Oracle in it is not automated yet; set "
+                    "OAM_TEST_ORACLE_DSN")
+        installed = [r for r in CONTAINER_RUNTIMES if shutil.which(r)]
+        if installed:
+            return (f"{installed[0]} is installed but its daemon does not answer; set "
+                    "OAM_TEST_ORACLE_DSN")
+        return "set OAM_TEST_ORACLE_DSN (no container runtime here)"
 
     @contextmanager
     def database(self) -> Iterator[oracledb.ConnectionPool]:
