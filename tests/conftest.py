@@ -11,11 +11,13 @@ import hashlib
 import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
+from oracle_dds import NOT_TESTED as ORACLE_DDS_NOT_TESTED
 from oracleagentmemory.apis import IEmbedder
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from provision import reachable, statuses
@@ -39,6 +41,26 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         if status.reason is not None:
             terminalreporter.write_line(
                 f"engine {status.name} was NOT tested: {status.reason}", yellow=True)
+    for reason in ORACLE_DDS_NOT_TESTED:
+        terminalreporter.write_line(
+            f"engine {ORACLE.name} Deep Data Security was NOT tested: {reason}", yellow=True)
+
+
+ORACLE_ONLY_MODULES = frozenset({"test_deepsec_oracle_attacks.py"})
+"""Modules that run only on Oracle: not collected at all (not even as skipped) without it."""
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Leave out the Oracle-only modules when Oracle is not reachable."""
+    if collection_path.name in ORACLE_ONLY_MODULES and ORACLE.unavailable() is not None:
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The same for a module named on the command line (pytest collects it regardless)."""
+    if ORACLE.unavailable() is not None:
+        items[:] = [i for i in items if i.path.name not in ORACLE_ONLY_MODULES]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -59,8 +59,10 @@ from oam_policies.oracle import (
     OracleTarget,
     render_create_data_role,
     render_create_end_user,
+    render_drop_data_role,
     render_grant_data_role,
     render_policy,
+    render_removal,
 )
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
@@ -68,6 +70,7 @@ from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE
 from oracleagentmemory.engines.oracle.context import USERNAME_QUERY, seen_username
 from oracleagentmemory.engines.oracle.driver_errors import error_info
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names
+from oracleagentmemory.engines.oracle.schema_ops import drop_store
 from provision.oracle import parse_dsn
 
 OWNER_DSN = "OAM_TEST_ORACLE_DSN"
@@ -114,8 +117,7 @@ def missing_settings() -> str | None:
     """Which settings are missing or unusable (``None``: all are there)."""
     missing = [name for name in SETTINGS if not os.environ.get(name)]
     if missing:
-        return (f"Deep Data Security needs {', '.join(missing)} besides {OWNER_DSN} "
-                "(see tests/oracle_dds.py)")
+        return f"Deep Data Security needs {', '.join(missing)} set (see tests/oracle_dds.py)"
     token_file = Path(os.environ[ACCESS_TOKEN_FILE])
     if not token_file.is_file() or not token_file.read_text(encoding="utf-8").strip():
         return f"{ACCESS_TOKEN_FILE} names no file holding a database access token"
@@ -210,7 +212,7 @@ class OracleDdsEnvironment:
     runtime: Login
     owner_pool: oracledb.ConnectionPool
     runtime_pool: oracledb.ConnectionPool
-    stores: list[str] = field(default_factory=list)
+    stores: list[OracleSeeded] = field(default_factory=list)
 
     @property
     def owner_schema(self) -> str:
@@ -227,18 +229,37 @@ class OracleDdsEnvironment:
             OracleDBMemoryStore(None, conn, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
                                 memory_store_id=store_id, vector_dim=vector_dim).close()
         seeded = OracleSeeded(store_id, self.owner_schema)
-        tables = {t: seeded.objects.names.table(t) for t in MANAGED_TABLES}
-        tables["registry"] = REGISTRY_TABLE
+        self.stores.append(seeded)
         with self.admin.connect() as conn, conn.cursor() as cur:
             for policy in SHIPPED_POLICIES.values():
                 role = data_role(store_id, policy.name)
                 cur.execute(render_create_data_role(role))
-                for statement in render_policy(policy, OracleTarget(
-                        owner=self.owner_schema, tables=tables, data_role=role)):
+                for statement in render_policy(policy, self.target(seeded, role)):
                     cur.execute(statement)
                 cur.execute(render_grant_data_role(role, USERS))
-        self.stores.append(store_id)
         return seeded
+
+    def target(self, seeded: OracleSeeded, role: str) -> OracleTarget:
+        """Where the policies of ``seeded`` are installed, for data role ``role``."""
+        tables = {t: seeded.objects.names.table(t) for t in MANAGED_TABLES}
+        tables["registry"] = REGISTRY_TABLE
+        return OracleTarget(owner=self.owner_schema, tables=tables, data_role=role)
+
+    def drop_stores(self) -> None:
+        """Drop the stores this session made: their data grants and data roles (as the policy
+        administrator), then their tables (as the owner). The end users stay."""
+        with self.admin.connect() as conn, conn.cursor() as cur:
+            for seeded in self.stores:
+                for policy in SHIPPED_POLICIES.values():
+                    role = data_role(seeded.store_id, policy.name)
+                    for statement in render_removal(policy, self.target(seeded, role)):
+                        cur.execute(statement)
+                    cur.execute(render_drop_data_role(role))
+        with self.owner.connect() as conn:
+            for seeded in self.stores:
+                drop_store(conn, seeded.objects)
+            conn.commit()
+        self.stores.clear()
 
     def owner_store(self, seeded: OracleSeeded) -> OracleDBMemoryStore:
         """The store opened by its owner (no row security applies); close it after use."""
@@ -282,8 +303,10 @@ class OracleDdsEnvironment:
             conn.close()
 
     def close(self) -> None:
+        """Close the pools, then drop the session's stores."""
         self.runtime_pool.close(force=True)
         self.owner_pool.close(force=True)
+        self.drop_stores()
 
 
 def create_end_users(admin: Login) -> None:

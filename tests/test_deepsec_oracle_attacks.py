@@ -1,0 +1,491 @@
+"""The Deep Data Security attacks of ``test_deepsec_holes.py``, ``test_deepsec_attacks.py`` and
+``test_deepsec_context.py``, twinned on Oracle AI Database 26ai (issue 12).
+
+NOT YET RUN AGAINST A LIVE DATABASE. ``tests/conftest.py`` does not even collect this module
+unless Oracle is reachable (``OAM_TEST_ORACLE_DSN``); its settings and the support probe are
+described in ``tests/oracle_dds.py``. When Oracle is reachable but Deep Data Security cannot be
+tested, every test here fails with the probe's reason.
+
+Raw SQL runs on the runtime account's session with BOB's verified context attached, exactly as a
+compromised gateway could; every probe has a positive control on BOB's own rows showing the
+probe works, so no test passes because its probe is broken. Positive-control writes are rolled
+back, and every attack ends by checking that the owner sees the same rows as before.
+
+Oracle semantics relied on (Oracle Deep Data Security Guide, "About Data Grants"): rows a
+predicate hides are filtered silently on SELECT; UPDATE and DELETE skip them silently (rowcount
+0); an INSERT of a row the end user may not own is refused with an error whose code is not
+documented (any ``oracledb.DatabaseError`` counts here; the message of the test says which it
+was when the assertion fails).
+
+PostgreSQL attacks with no Oracle meaning, and why:
+
+- ``pg_temp`` leak functions (ON CONFLICT ... WHERE leak(x), the WHERE-clause leak): an end-user
+  session runs as ``XS$NULL`` and owns no schema, so it cannot create a function.
+- ``ON CONFLICT DO UPDATE / DO NOTHING`` arbiters: Oracle has no ON CONFLICT; its twins are the
+  MERGE and unique-key probes here.
+- Forged, hand-set, expired or suffixed assertions (``oam_sec.apply_assertion``,
+  ``set_config('oam.end_user_assertion')``), the assertion cache on a reused backend pid, the
+  maximum assertion lifetime: the context is the driver's piggyback, checked by the database
+  against the identity provider's token; the twin is the forged-access-token test here.
+- ``SET row_security = off``, ``pg_stats``, snapshot transactions started before a revoke, the
+  security schema's privileges, role and runtime-role name collisions, advisory locks on
+  message sequence numbers: PostgreSQL mechanisms with no Oracle counterpart (the runtime
+  account's privileges are checked here instead).
+- Identity-provider namespaces, applications bound to stores, token mode through the local
+  issuer: on Oracle the identity provider is the database's own (OCI IAM or Entra ID); no test
+  identity provider exists to twin them against.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import oracledb
+import pytest
+from oracle_dds import (
+    USERS,
+    OracleDdsEnvironment,
+    OracleSeeded,
+    describe,
+    end_user_context,
+    setup_environment,
+)
+from oracleagentmemory.engines.identifiers import MANAGED_TABLES
+from oracleagentmemory.engines.oracle.context import USERNAME_QUERY, seen_username
+from oracleagentmemory.engines.oracle.driver_errors import error_info
+
+ALICE, BOB, CAROL, DAVE = USERS
+
+MEMORIES = {"a1": ALICE, "a2": ALICE, "a3": ALICE, "b1": BOB, "b2": BOB, "b3": BOB,
+            "c1": CAROL, "d1": DAVE, "g1": None, "g2": None}
+RELATIONS = {"r-a1-a2": ("a1", "a2"), "r-b1-b2": ("b1", "b2"), "r-g1-g2": ("g1", "g2")}
+
+# Per managed table: the key column, ALICE's row, BOB's row, the column an UPDATE may set, the
+# owner column. record_chunks rows are keyed by the record they index.
+PROBES: dict[str, tuple[str, str, str, str, str]] = {
+    "thread": ("id", "t-alice", "t-bob", "metadata", "user_id"),
+    "thread_summary": ("id", "s-alice", "s-bob", "metadata", "user_id"),
+    "actor_profile": ("actor_id", ALICE, BOB, "metadata", "actor_id"),
+    "message": ("id", "m-alice", "m-bob", "metadata", "user_id"),
+    "document": ("id", "doc-alice", "doc-bob", "metadata", "user_id"),
+    "memory": ("id", "a1", "b1", "metadata", "user_id"),
+    "memory_link": ("id", "r-a1-a2", "r-b1-b2", "metadata", "user_id"),
+    "record_chunks": ("record_id", "a1", "b1", "embedding", "user_id"),
+}
+assert set(PROBES) == set(MANAGED_TABLES)
+
+# Per table: an INSERT an end user may run (only granted columns), with the owner as :owner_id.
+INSERTS: dict[str, tuple[str, str, dict[str, object]]] = {
+    "thread": ("id, user_id", ":id, :owner_id", {"id": "t-new"}),
+    "thread_summary": ("id, user_id, status", ":id, :owner_id, 'valid'", {"id": "s-new"}),
+    "actor_profile": ("actor_type, actor_id, content", "'user', :owner_id, 'x'", {}),
+    "message": ("id, user_id, content, seq_no", ":id, :owner_id, 'x', 1000", {"id": "m-new"}),
+    "document": ("id, user_id, description", ":id, :owner_id, 'x'", {"id": "doc-new"}),
+    "memory": ("id, record_type, user_id, content", ":id, 'memory', :owner_id, 'x'",
+               {"id": "new"}),
+    "memory_link": ("id, user_id, source_id, source_type, target_id, target_type, "
+                    "relation_type, opposite_relation_type",
+                    ":id, :owner_id, :source_id, 'memory', :target_id, 'memory', 'related', "
+                    "'related'", {"id": "r-new"}),
+    "record_chunks": ("record_type, record_id, chunk_no, chunk_text, user_id",
+                      "'memory', :record_id, 99, 'x', :owner_id", {}),
+}
+# The rows each owner may index or link: ALICE's own memories for ALICE, BOB's for BOB.
+OWN_ENDPOINTS = {ALICE: {"source_id": "a1", "target_id": "a3", "record_id": "a1"},
+                 BOB: {"source_id": "b1", "target_id": "b3", "record_id": "b1"}}
+INSERT_BINDS = {"memory_link": ("source_id", "target_id"), "record_chunks": ("record_id",)}
+
+# What the owner compares before and after each attack (updated_at left out, as on PostgreSQL:
+# a positive control's rolled-back write must not count, and nothing else may change).
+SNAPSHOT_COLUMNS: dict[str, str] = {
+    "thread": "id, user_id, agent_id, JSON_SERIALIZE(metadata)",
+    "thread_summary": "id, user_id, thread_id, status, JSON_SERIALIZE(content)",
+    "actor_profile": "actor_type, actor_id, DBMS_LOB.SUBSTR(content, 2000, 1)",
+    "message": "id, user_id, thread_id, seq_no, status, DBMS_LOB.SUBSTR(content, 2000, 1)",
+    "document": "id, user_id, status, DBMS_LOB.SUBSTR(description, 2000, 1)",
+    "memory": "id, user_id, record_type, status, DBMS_LOB.SUBSTR(content, 2000, 1)",
+    "memory_link": "id, user_id, source_id, target_id, relation_type",
+    "record_chunks": "record_type, record_id, user_id, chunk_no",
+}
+assert set(SNAPSHOT_COLUMNS) == set(MANAGED_TABLES)
+
+
+# --- the environment and the protected store ---------------------------------------------------
+@pytest.fixture(scope="session")
+def oracle_dds() -> Iterator[OracleDdsEnvironment]:
+    """The Oracle environment; fails (never skips) with the probe's reason."""
+    reason: str | None = None
+    try:
+        env = setup_environment()
+    except RuntimeError as exc:
+        reason = str(exc)
+    if reason is not None:
+        pytest.fail(reason, pytrace=False)
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def seeded(oracle_dds: OracleDdsEnvironment) -> OracleSeeded:
+    """A protected store with rows of ALICE, BOB (every table), CAROL, DAVE and global rows."""
+    seeded = oracle_dds.new_store()
+    owner = oracle_dds.owner_store(seeded)
+    try:
+        owner.add([None, None], "thread", record_ids=["t-alice", "t-bob"],
+                  user_ids=[ALICE, BOB], agent_ids=["agent-x", "agent-x"])
+        owner.add(["hello from alice", "hello from bob"], "message",
+                  record_ids=["m-alice", "m-bob"], thread_ids=["t-alice", "t-bob"],
+                  user_ids=[ALICE, BOB], agent_ids=["agent-x", "agent-x"],
+                  roles=["user", "user"], embeddings=[[1.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+        owner.add([{"text": "alice summary"}, {"text": "bob summary"}], "thread_summary",
+                  record_ids=["s-alice", "s-bob"], thread_ids=["t-alice", "t-bob"],
+                  user_ids=[ALICE, BOB])
+        ids = list(MEMORIES)
+        owner.add([memory_text(i) for i in ids], "memory", record_ids=ids,
+                  user_ids=[MEMORIES[i] for i in ids], agent_ids=["agent-x"] * len(ids),
+                  embeddings=[[1.0, 0.1 * n, 0.0] for n in range(len(ids))])
+        owner.add_relations([s for s, _ in RELATIONS.values()], "memory",
+                            [t for _, t in RELATIONS.values()], "memory", "related",
+                            relation_ids=list(RELATIONS))
+        for user in (ALICE, BOB):
+            owner.add_user(user, f"profile of {user}")
+    finally:
+        owner.close()
+    with oracle_dds.owner.connect() as conn, conn.cursor() as cur:
+        cur.executemany(f"INSERT INTO {seeded.table('document')} (id, user_id, description) "
+                        "VALUES (:id, :owner_id, :description)",
+                        [{"id": "doc-alice", "owner_id": ALICE, "description": "a"},
+                         {"id": "doc-bob", "owner_id": BOB, "description": "b"}])
+        conn.commit()
+    return seeded
+
+
+def memory_text(memory_id: str) -> str:
+    return f"memory {memory_id} of {MEMORIES[memory_id] or 'everyone'}"
+
+
+def owner_rows(env: OracleDdsEnvironment, seeded: OracleSeeded) -> dict[str, list[str]]:
+    """Every row of every managed table, as the owner sees them (to prove nothing changed)."""
+    out: dict[str, list[str]] = {}
+    with env.owner.connect() as conn, conn.cursor() as cur:
+        for logical in MANAGED_TABLES:
+            cur.execute(f"SELECT {SNAPSHOT_COLUMNS[logical]} FROM {seeded.table(logical)}")
+            out[logical] = sorted(json.dumps(list(row), default=str) for row in cur.fetchall())
+    return out
+
+
+@pytest.fixture
+def unchanged(oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded) -> Iterator[None]:
+    """Check, after the test, that the owner sees exactly the rows seen before it."""
+    before = owner_rows(oracle_dds, seeded)
+    assert before["memory"], "positive control: the owner sees the seeded rows"
+    yield
+    assert owner_rows(oracle_dds, seeded) == before
+
+
+def rows(cur: oracledb.Cursor, statement: str, binds: dict[str, object] | None = None
+         ) -> list[tuple[Any, ...]]:
+    cur.execute(statement, binds or {})
+    return [tuple(r) for r in cur.fetchall()]
+
+
+def refused_or_empty(cur: oracledb.Cursor, statement: str,
+                     binds: dict[str, object] | None = None) -> str | list[tuple[Any, ...]]:
+    """The rows, or the error text when the database refuses the statement."""
+    try:
+        return rows(cur, statement, binds)
+    except oracledb.DatabaseError as exc:
+        return describe(exc)
+
+
+def insert_sql(seeded: OracleSeeded, logical: str, returning: bool = False) -> str:
+    columns, values, _ = INSERTS[logical]
+    key = PROBES[logical][0]
+    tail = f" RETURNING {key} INTO :out" if returning else ""
+    return f"INSERT INTO {seeded.table(logical)} ({columns}) VALUES ({values}){tail}"
+
+
+def insert_binds(logical: str, owner: str, **extra: object) -> dict[str, object]:
+    binds: dict[str, object] = {"owner_id": owner, **INSERTS[logical][2]}
+    for name in INSERT_BINDS.get(logical, ()):
+        binds[name] = OWN_ENDPOINTS[owner][name]
+    binds.update(extra)
+    return binds
+
+
+def key_filter(logical: str) -> str:
+    key = PROBES[logical][0]
+    return f"{key} = :k" + (" AND record_type = 'memory'" if logical == "record_chunks" else "")
+
+
+# --- raw SQL as BOB on every protected table ---------------------------------------------------
+@pytest.mark.parametrize("logical", list(PROBES))
+def test_select_sees_none_of_alices_rows(oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded,
+                                         logical: str) -> None:
+    key, alices, bobs, _, owner_column = PROBES[logical]
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        table = seeded.table(logical)
+        assert rows(cur, f"SELECT {key} FROM {table} WHERE {key_filter(logical)}",
+                    {"k": alices}) == []
+        owners = {o for (o,) in rows(cur, f"SELECT {owner_column} FROM {table}")}
+        assert ALICE not in owners and owners <= {BOB, None}, owners
+        # Positive control: the same probe finds BOB's own row.
+        assert rows(cur, f"SELECT {key} FROM {table} WHERE {key_filter(logical)}",
+                    {"k": bobs})[:1] == [(bobs,)]
+
+
+@pytest.mark.parametrize("logical", list(PROBES))
+def test_update_and_delete_change_none_of_alices_rows(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, unchanged: None,
+        logical: str) -> None:
+    _, alices, bobs, column, _ = PROBES[logical]
+    table = seeded.table(logical)
+    update = f"UPDATE {table} SET {column} = {column} WHERE {key_filter(logical)}"
+    delete = f"DELETE FROM {table} WHERE {key_filter(logical)}"
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        cur.execute(update, {"k": alices})
+        assert cur.rowcount == 0
+        cur.execute(delete, {"k": alices})
+        assert cur.rowcount == 0
+        # An unfiltered UPDATE touches BOB's rows only (ALICE's are skipped silently).
+        cur.execute(f"SELECT COUNT(*) FROM {table}")
+        (visible,) = cur.fetchone() or (None,)
+        cur.execute(f"UPDATE {table} SET {column} = {column}")
+        assert cur.rowcount <= (visible or 0)
+        # Positive controls (rolled back): the same statements reach BOB's row.
+        cur.execute(update, {"k": bobs})
+        assert cur.rowcount >= 1
+        cur.execute(delete, {"k": bobs})
+        assert cur.rowcount >= 1
+
+
+@pytest.mark.parametrize("logical", list(PROBES))
+def test_merge_never_matches_alices_rows(oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded,
+                                         unchanged: None, logical: str) -> None:
+    key, alices, bobs, column, _ = PROBES[logical]
+    extra = " AND x.record_type = 'memory'" if logical == "record_chunks" else ""
+    merge = (f"MERGE INTO {seeded.table(logical)} x USING (SELECT :k AS k FROM dual) s "
+             f"ON (x.{key} = s.k{extra}) WHEN MATCHED THEN UPDATE SET x.{column} = x.{column}")
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        cur.execute(merge, {"k": alices})
+        assert cur.rowcount == 0
+        cur.execute(merge, {"k": bobs})  # positive control
+        assert cur.rowcount >= 1
+
+
+def test_merge_cannot_insert_a_row_owned_by_alice(oracle_dds: OracleDdsEnvironment,
+                                                  seeded: OracleSeeded, unchanged: None) -> None:
+    merge = (f"MERGE INTO {seeded.table('memory')} x USING (SELECT :k AS k, :owner_id AS u "
+             "FROM dual) s ON (x.id = s.k AND x.user_id = s.u) WHEN NOT MATCHED THEN "
+             "INSERT (id, record_type, user_id, content) VALUES (s.k, 'memory', s.u, 'forged')")
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        with pytest.raises(oracledb.DatabaseError):
+            cur.execute(merge, {"k": "merged", "owner_id": ALICE})
+        conn.rollback()
+        cur.execute(merge, {"k": "merged", "owner_id": BOB})  # positive control
+        assert cur.rowcount == 1
+
+
+@pytest.mark.parametrize("logical", list(PROBES))
+def test_insert_with_alices_user_id_is_refused(oracle_dds: OracleDdsEnvironment,
+                                               seeded: OracleSeeded, unchanged: None,
+                                               logical: str) -> None:
+    statement = insert_sql(seeded, logical)
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        with pytest.raises(oracledb.DatabaseError):
+            cur.execute(statement, insert_binds(logical, ALICE))
+        conn.rollback()
+        if logical == "actor_profile":
+            # The key is the owner: ALICE's existing profile and CAROL's missing one must be
+            # refused alike (an ORA-00001 for ALICE alone would tell that her profile exists).
+            with pytest.raises(oracledb.DatabaseError) as alices:
+                cur.execute(statement, insert_binds(logical, ALICE))
+            with pytest.raises(oracledb.DatabaseError) as carols:
+                cur.execute(statement, {"owner_id": CAROL})
+            assert error_info(alices.value).code == error_info(carols.value).code != 1, (
+                describe(alices.value), describe(carols.value))
+            # Positive control: BOB's profile exists, so his own insert meets its key.
+            with pytest.raises(oracledb.IntegrityError):
+                cur.execute(statement, insert_binds(logical, BOB))
+            return
+        cur.execute(statement, insert_binds(logical, BOB))  # positive control
+        assert cur.rowcount == 1
+
+
+@pytest.mark.parametrize("logical", ["thread", "message", "memory"])
+def test_returning_shows_none_of_alices_rows(oracle_dds: OracleDdsEnvironment,
+                                             seeded: OracleSeeded, unchanged: None,
+                                             logical: str) -> None:
+    key, alices, bobs, column, _ = PROBES[logical]
+    table = seeded.table(logical)
+    update = (f"UPDATE {table} SET {column} = {column} WHERE {key} = :k "
+              f"RETURNING user_id INTO :out")
+    delete = f"DELETE FROM {table} WHERE {key} = :k RETURNING user_id INTO :out"
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        for statement in (update, delete):
+            out = cur.var(str)
+            cur.execute(statement, {"k": alices, "out": out})
+            assert cur.rowcount == 0 and out.getvalue() in ([], None), statement
+        with pytest.raises(oracledb.DatabaseError):
+            cur.execute(insert_sql(seeded, logical, returning=True),
+                        insert_binds(logical, ALICE, out=cur.var(str)))
+        conn.rollback()
+        for statement in (update, delete):  # positive controls (rolled back)
+            out = cur.var(str)
+            cur.execute(statement, {"k": bobs, "out": out})
+            assert out.getvalue() == [BOB], statement
+
+
+def test_explain_plan_learns_and_changes_nothing(oracle_dds: OracleDdsEnvironment,
+                                                 seeded: OracleSeeded, unchanged: None) -> None:
+    """EXPLAIN PLAN parses without running: it may be refused (the end user owns no plan
+    table), and when it runs, the plan rows name no value of ALICE's rows."""
+    table = seeded.table("memory")
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        for n, statement in enumerate((f"DELETE FROM {table} WHERE id = 'a1'",
+                                       f"UPDATE {table} SET content = 'x' WHERE id = 'a1'",
+                                       f"SELECT content FROM {table} WHERE id = 'a1'")):
+            try:
+                cur.execute(f"EXPLAIN PLAN SET STATEMENT_ID = 'oam{n}' FOR {statement}")
+            except oracledb.DatabaseError:
+                continue  # refused: nothing learned
+            plan = refused_or_empty(cur, "SELECT * FROM plan_table WHERE statement_id = :s",
+                                    {"s": f"oam{n}"})
+            assert memory_text("a1") not in json.dumps(plan, default=str)
+        # Positive control: the statement EXPLAIN PLAN was given really reads BOB's row.
+        assert rows(cur, f"SELECT DBMS_LOB.SUBSTR(content, 2000, 1) FROM {table} "
+                         "WHERE id = 'b1'") == [(memory_text("b1"),)]
+
+
+def test_a_unique_key_probe_does_not_tell_that_alices_id_exists(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, unchanged: None) -> None:
+    """Keys contain the owner: BOB's insert of ALICE's id is a new row of his, never a
+    duplicate-key error that would tell him her id exists."""
+    statement = insert_sql(seeded, "memory")
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        cur.execute(statement, insert_binds("memory", BOB, id="a1"))
+        assert cur.rowcount == 1
+        conn.rollback()
+        with pytest.raises(oracledb.IntegrityError):  # positive control: his own id collides
+            cur.execute(statement, insert_binds("memory", BOB, id="b1"))
+
+
+def test_a_conflict_probe_never_locks_alices_row(oracle_dds: OracleDdsEnvironment,
+                                                 seeded: OracleSeeded) -> None:
+    """BOB's skipped UPDATE of ALICE's row takes no lock on it (the owner's NOWAIT lock
+    succeeds); his UPDATE of his own row does (ORA-00054 for the owner)."""
+    table = seeded.table("memory")
+    lock = f"SELECT id FROM {table} WHERE id = :k FOR UPDATE NOWAIT"
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur, \
+            oracle_dds.owner.connect() as other, other.cursor() as other_cur:
+        cur.execute(f"UPDATE {table} SET metadata = metadata WHERE id IN ('a1', 'b1')")
+        assert cur.rowcount == 1
+        assert rows(other_cur, lock, {"k": "a1"}) == [("a1",)]
+        other.rollback()
+        with pytest.raises(oracledb.DatabaseError) as locked:  # positive control
+            other_cur.execute(lock, {"k": "b1"})
+        assert error_info(locked.value).code == 54
+
+
+# --- the context itself ------------------------------------------------------------------------
+def test_a_connection_whose_context_was_cleared_sees_nothing(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded) -> None:
+    query = f"SELECT id FROM {seeded.table('memory')}"
+    with oracle_dds.runtime.connect() as conn, conn.cursor() as cur:
+        conn.stmtcachesize = 0
+        conn.set_end_user_security_context(end_user_context(ALICE))
+        assert {i for (i,) in rows(cur, query)} == {"a1", "a2", "a3", "g1", "g2"}  # control
+        conn.clear_end_user_security_context()
+        assert seen_username((rows(cur, USERNAME_QUERY) or [(None,)])[0][0]) is None
+        seen = refused_or_empty(cur, query)
+        # ORA-00942 (no privilege path reaches the table) or no rows.
+        assert seen == [] or isinstance(seen, str), seen
+
+
+def test_a_statement_prepared_under_one_context_never_serves_another(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded) -> None:
+    """With statement caching on (the engine turns it off), a statement parsed under ALICE and
+    run again under BOB fails (ORA-52607) or sees only BOB's rows."""
+    query = f"SELECT id FROM {seeded.table('memory')}"
+    with oracle_dds.runtime.connect() as conn:
+        conn.stmtcachesize = 20
+        cur = conn.cursor()
+        conn.set_end_user_security_context(end_user_context(ALICE))
+        assert {i for (i,) in rows(cur, query)} == {"a1", "a2", "a3", "g1", "g2"}  # control
+        conn.clear_end_user_security_context()
+        conn.set_end_user_security_context(end_user_context(BOB))
+        for again in (cur, conn.cursor()):  # the same cursor, and the statement cache
+            seen = refused_or_empty(again, query)
+            assert isinstance(seen, str) or {i for (i,) in seen} <= {"b1", "b2", "b3", "g1",
+                                                                      "g2"}, seen
+        conn.clear_end_user_security_context()
+
+
+def test_a_forged_access_token_reads_nothing(oracle_dds: OracleDdsEnvironment,
+                                             seeded: OracleSeeded) -> None:
+    query = f"SELECT id FROM {seeded.table('memory')}"
+    with oracle_dds.runtime.connect() as conn, conn.cursor() as cur:
+        conn.set_end_user_security_context(end_user_context(BOB, access_token="forged.token"))
+        with pytest.raises(oracledb.DatabaseError):  # ORA-52602 on the first round trip
+            cur.execute(query)
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:  # positive control
+        assert "b1" in {i for (i,) in rows(cur, query)}
+
+
+def test_the_runtime_account_holds_exactly_its_two_privileges(
+        oracle_dds: OracleDdsEnvironment) -> None:
+    with oracle_dds.runtime.connect() as conn, conn.cursor() as cur:
+        privileges = {p for (p,) in rows(cur, "SELECT privilege FROM user_sys_privs")}
+        objects = rows(cur, "SELECT table_name, privilege FROM user_tab_privs")
+    assert privileges == {"CREATE SESSION", "CREATE END USER SECURITY CONTEXT"}
+    assert objects == []
+
+
+# --- through the SDK ---------------------------------------------------------------------------
+def test_bobs_client_cannot_read_update_or_delete_alices_memories(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, unchanged: None) -> None:
+    with oracle_dds.runtime_store(seeded, BOB) as store:
+        for memory_id in ("a1", "a2", "a3"):
+            assert store.get("memory", memory_id) is None
+            assert store.update("memory", memory_id, content="owned by bob") == 0
+            assert store.delete("memory", memory_id) == 0
+        assert store.get("thread", "t-alice") is None
+        assert store.get("message", "m-alice") is None
+        assert store.get("user_profile", ALICE) is None
+        assert store.list("memory", user_id=ALICE) == []
+        assert sorted(r.id for r in store.list("memory")) == ["b1", "b2", "b3", "g1", "g2"]
+        found = store.search(None, 50, query_vector=[1.0, 0.0, 0.0])
+        assert {getattr(r, "user_id", None) for r, _ in found} <= {BOB, None}
+        assert "b1" in {r.id for r, _ in found}  # positive control
+        # Positive controls: BOB's own memory is his to read, and to update (its metadata,
+        # which the owner's snapshot leaves out).
+        b1 = store.get("memory", "b1")
+        assert b1 is not None and b1.content == memory_text("b1")
+        assert store.update("memory", "b1", metadata={"seen_by": "bob"}) == 1
+
+
+def test_many_users_interleaved_on_a_small_pool_each_see_only_their_rows(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded) -> None:
+    own = {user: sorted(i for i, u in MEMORIES.items() if u in (user, None)) for user in USERS}
+    barrier = threading.Barrier(len(USERS))
+    failures: list[str] = []
+
+    def work(user: str) -> None:
+        barrier.wait()
+        for _ in range(10):
+            with oracle_dds.runtime_store(seeded, user) as store:
+                seen = sorted(r.id for r in store.list("memory"))
+            if seen != own[user]:
+                failures.append(f"{user} saw {seen}")
+
+    with ThreadPoolExecutor(max_workers=len(USERS)) as executor:
+        for future in [executor.submit(work, user) for user in USERS]:
+            future.result()
+    assert failures == []
+    with oracle_dds.runtime_pool.acquire() as conn, conn.cursor() as cur:
+        # Every pooled session came back without a context.
+        assert seen_username((rows(cur, USERNAME_QUERY) or [(None,)])[0][0]) is None
