@@ -32,7 +32,8 @@ run, on the runtime account's pooled sessions with contexts attached and cleared
 shared-pool attacks exist only there. Local end users are created without a password
 (``render_create_end_user``: authentication type NONE, application-mediated).
 
-End users ``ALICE``, ``BOB``, ``CAROL`` and ``DAVE`` (upper case: unquoted names fold, and
+End users ``ALICE``, ``BOB``, ``CAROL`` and ``DAVE``, and ``OAM_NO_GRANTS`` who holds no data
+role (upper case: unquoted names fold, and
 ``ORA_END_USER_CONTEXT.username`` returns the stored spelling, which every ``user_id`` holds).
 Each store gets one local data role per shipped policy, granted to all of them.
 
@@ -81,6 +82,9 @@ SETTINGS = (OWNER_DSN, ADMIN_DSN, RUNTIME_DSN, ACCESS_TOKEN_FILE)
 
 USERS = ("ALICE", "BOB", "CAROL", "DAVE")
 """The local end users, as the database stores them (and as ``user_id`` holds them)."""
+
+NO_GRANTS_USER = "OAM_NO_GRANTS"
+"""A local end user that exists but holds no data role on any store."""
 
 RUNTIME_POOL_MAX = 2
 """A small pool, so that interleaved end users share its sessions."""
@@ -312,7 +316,7 @@ class OracleDdsEnvironment:
 def create_end_users(admin: Login) -> None:
     """The test end users (``CREATE END USER IF NOT EXISTS``: a rerun keeps them)."""
     with admin.connect() as conn, conn.cursor() as cur:
-        for user in USERS:
+        for user in (*USERS, NO_GRANTS_USER):
             cur.execute(render_create_end_user(user))
 
 

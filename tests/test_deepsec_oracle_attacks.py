@@ -31,6 +31,10 @@ PostgreSQL attacks with no Oracle meaning, and why:
   security schema's privileges, role and runtime-role name collisions, advisory locks on
   message sequence numbers: PostgreSQL mechanisms with no Oracle counterpart (the runtime
   account's privileges are checked here instead).
+- The scope tests of ``test_deepsec_context.py`` (nested scopes, threads and tasks outliving
+  their scope, lifecycle policies inside a context) exercise core's engine-neutral context
+  variable; their database-facing twins here are the unknown end user, the end user without a
+  data role, the pooled session keeping no context and the interleaved users.
 - Identity-provider namespaces, applications bound to stores, token mode through the local
   issuer: on Oracle the identity provider is the database's own (OCI IAM or Entra ID); no test
   identity provider exists to twin them against.
@@ -47,6 +51,7 @@ from typing import Any
 import oracledb
 import pytest
 from oracle_dds import (
+    NO_GRANTS_USER,
     USERS,
     OracleDdsEnvironment,
     OracleSeeded,
@@ -57,6 +62,7 @@ from oracle_dds import (
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES
 from oracleagentmemory.engines.oracle.context import USERNAME_QUERY, seen_username
 from oracleagentmemory.engines.oracle.driver_errors import error_info
+from oracleagentmemory.errors import OracleAgentMemoryError
 
 ALICE, BOB, CAROL, DAVE = USERS
 
@@ -263,6 +269,19 @@ def test_update_and_delete_change_none_of_alices_rows(
         assert cur.rowcount >= 1
 
 
+def test_global_memories_are_readable_and_never_writable(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, unchanged: None) -> None:
+    table = seeded.table("memory")
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        assert rows(cur, f"SELECT id FROM {table} WHERE id = 'g1'") == [("g1",)]  # readable
+        cur.execute(f"UPDATE {table} SET metadata = metadata WHERE id = 'g1'")
+        assert cur.rowcount == 0
+        cur.execute(f"DELETE FROM {table} WHERE id = 'g1'")
+        assert cur.rowcount == 0
+        with pytest.raises(oracledb.DatabaseError):
+            cur.execute(insert_sql(seeded, "memory"), {"id": "g9", "owner_id": None})
+
+
 @pytest.mark.parametrize("logical", list(PROBES))
 def test_merge_never_matches_alices_rows(oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded,
                                          unchanged: None, logical: str) -> None:
@@ -434,6 +453,30 @@ def test_a_forged_access_token_reads_nothing(oracle_dds: OracleDdsEnvironment,
             cur.execute(query)
     with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:  # positive control
         assert "b1" in {i for (i,) in rows(cur, query)}
+
+
+def test_an_end_user_without_any_data_role_sees_nothing(oracle_dds: OracleDdsEnvironment,
+                                                        seeded: OracleSeeded) -> None:
+    for logical in MANAGED_TABLES:
+        query = f"SELECT {PROBES[logical][0]} FROM {seeded.table(logical)}"
+        try:
+            with oracle_dds.as_user(NO_GRANTS_USER) as conn, conn.cursor() as cur:
+                seen = refused_or_empty(cur, query)  # ORA-00942 under SET USE DATA GRANTS ONLY
+        except oracledb.DatabaseError as exc:  # or no context at all for a roleless end user
+            seen = describe(exc)
+        assert seen == [] or isinstance(seen, str), (logical, seen)
+        with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:  # positive control
+            assert PROBES[logical][2] in {k for (k,) in rows(cur, query)}, logical
+
+
+def test_a_context_for_an_unknown_end_user_fails_and_writes_nothing(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, unchanged: None) -> None:
+    with pytest.raises(OracleAgentMemoryError), \
+            oracle_dds.runtime_store(seeded, "OAM_NOT_AN_END_USER") as store:
+        store.add(["forged"], "memory", record_ids=["z1"], user_ids=["OAM_NOT_AN_END_USER"],
+                  embeddings=[[1.0, 0.0, 0.0]])
+    with oracle_dds.runtime_store(seeded, BOB) as store:  # positive control: the same path
+        assert store.get("memory", "b1") is not None
 
 
 def test_the_runtime_account_holds_exactly_its_two_privileges(
