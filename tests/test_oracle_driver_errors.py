@@ -217,3 +217,14 @@ def test_anything_else_is_a_database_error_with_the_first_line_only() -> None:
     assert type(typed) is DatabaseError
     assert "ORA-01722: invalid number" in str(typed)
     assert "Help:" not in str(typed)  # the driver's second line (a help URL) is dropped
+
+
+def test_a_store_lock_not_granted_is_a_timeout_to_retry() -> None:
+    from oracleagentmemory.engines.oracle.schema_sql import LOCK_FAILED_ERROR
+
+    locked = translate(ora(-LOCK_FAILED_ERROR, "the memory store is locked by another schema "
+                                              "change (DBMS_LOCK.REQUEST returned 1)"))
+    assert isinstance(locked, OperationTimeoutError)
+    assert "lock" in str(locked)
+    other = translate(ora(20001, "some other application error"))  # control
+    assert not isinstance(other, OperationTimeoutError)

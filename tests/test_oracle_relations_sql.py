@@ -491,3 +491,15 @@ def test_positive_control_a_broken_owner_rule_is_seen(pg_url: str) -> None:
             statuses.append(conn.execute('SELECT status FROM "OAM_OWNER"."ST_MEMORY"').fetchone())
         conn.rollback()
     assert statuses == [("invalid",), ("valid",)]
+
+
+def test_fetched_relation_metadata_numbers_are_python_numbers_again() -> None:
+    from decimal import Decimal
+
+    from oracleagentmemory.engines.oracle.relations import relation_row
+
+    row = relation_row({"id": "r1", "metadata": {"n": Decimal("3"), "x": Decimal("0.5"),
+                                                 "nested": [Decimal("2")], "s": "a"}})
+    assert row["metadata"] == {"n": 3, "x": 0.5, "nested": [2], "s": "a"}
+    assert type(row["metadata"]["n"]) is int and type(row["metadata"]["x"]) is float
+    assert relation_row({"id": "r2", "metadata": None})["metadata"] is None

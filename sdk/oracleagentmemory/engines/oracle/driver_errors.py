@@ -147,6 +147,7 @@ _CONNECTION_DRIVER_CODES = frozenset({
 })
 
 _CANCELLED = 1013  # ORA-01013: user requested cancel of current operation
+_STORE_LOCKED = 20101  # schema_sql.LOCK_FAILED_ERROR: DBMS_LOCK.REQUEST did not grant the lock
 _RECURSIVE_SQL = 604  # ORA-00604 wraps an error of recursive SQL: not a connection problem
 
 _MISSING_OBJECT_CODES = frozenset({
@@ -182,6 +183,9 @@ def translate(exc: oracledb.Error) -> OracleAgentMemoryError:
         return SecurityContextError(f"{_CONTEXT_ERRORS[info.full_code]} ({detail})")
     if info.full_code == "DPY-1002":
         return DatabaseError(f"the connection pool is closed (was the store closed?): {detail}")
+    if info.code == _STORE_LOCKED:
+        return OperationTimeoutError(
+            f"another schema change holds the memory store's lock; try again ({detail})")
     if info.full_code == "DPY-4024" or info.code == _CANCELLED:
         return OperationTimeoutError(f"the database call was cancelled ({detail})")
     if info.code in _LOGIN_CODES or info.full_code in _LOGIN_DRIVER_CODES:

@@ -8,8 +8,9 @@ here is type-checked against python-oracledb's real classes.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -40,6 +41,10 @@ CAPABILITIES = EngineCapabilities(
 )
 
 
+SAVEPOINT = "oam_engine_session"
+"""The savepoint an operation inside a caller's open transaction starts from."""
+
+
 class OracleEngine(Engine):
     """Runs store operations on Oracle AI Database 26ai through python-oracledb.
 
@@ -64,6 +69,8 @@ class OracleEngine(Engine):
         self._conn: oracledb.Connection | None = None
         self._lock = threading.RLock()
         self.scan_choices = ScanChoices()
+        self._poisoned = False
+        self._login_schema: str | None = None
         if isinstance(source, oracledb.ConnectionPool):
             self._pool = source
         elif isinstance(source, oracledb.Connection):
@@ -85,7 +92,11 @@ class OracleEngine(Engine):
             else:
                 assert self._conn is not None
                 with self._lock:
-                    yield from self._transaction(self._conn, names, security, self._keep)
+                    if self._poisoned:
+                        raise SecurityContextError(
+                            "this connection's end-user context could not be verified cleared; "
+                            "it serves nobody any more: give the store a new connection")
+                    yield from self._transaction(self._conn, names, security, self._poison)
         except oracledb.Error as exc:
             raise translate(exc) from exc
 
@@ -110,35 +121,63 @@ class OracleEngine(Engine):
             if not dropped:
                 pool.release(conn)
 
-    @staticmethod
-    def _keep(conn: oracledb.Connection) -> None:
-        """A borrowed standalone connection is never closed here; a failed context clear is
-        reported by the error the context module raises."""
+    def _poison(self, conn: oracledb.Connection) -> None:
+        """A borrowed standalone connection whose context could not be verified off: take the
+        context off as far as the driver can, and refuse every later operation on it."""
+        self._poisoned = True
+        with contextlib.suppress(oracledb.Error):
+            conn.clear_end_user_security_context()
+
+    def _owner(self, conn: oracledb.Connection, names: StoreNames) -> str:
+        """The schema holding the store: its own, else the login's current schema, resolved
+        once per engine and before any end-user context is attached (an end-user session's
+        current schema is not the store's)."""
+        if names.schema is not None:
+            return names.schema
+        if self._login_schema is None:
+            self._login_schema = str(scalar(conn, current_schema()))
+        return self._login_schema
 
     def _transaction(self, conn: oracledb.Connection, names: StoreNames, security: Any | None,
-                     discard: Any) -> Iterator[OracleSession]:
+                     discard: Callable[[oracledb.Connection], None]) -> Iterator[OracleSession]:
         """One transaction, inside the end-user context when ``security`` is given: attached
         and verified before any work, cleared and verified after commit or rollback."""
         if not conn.is_healthy():
+            discard(conn)
             raise DatabaseUnavailableError("the database connection is not usable")
+        objects = OracleObjects.of(names, self._owner(conn, names))
         if security is None:
-            yield from self._work(conn, names, None)
+            yield from self._work(conn, objects, None, discard)
             return
         with contexts.attached_context(conn, security, None, discard=discard) as attached:
-            yield from self._work(conn, names, attached.username)
+            yield from self._work(conn, objects, attached.username, discard)
 
-    def _work(self, conn: oracledb.Connection, names: StoreNames,
-              end_user: str | None) -> Iterator[OracleSession]:
-        owner = names.schema if names.schema is not None else scalar(conn, current_schema())
-        session = OracleSession(conn, self, OracleObjects.of(names, owner), end_user)
+    def _work(self, conn: oracledb.Connection, objects: OracleObjects, end_user: str | None,
+              discard: Callable[[oracledb.Connection], None]) -> Iterator[OracleSession]:
+        """The work, committed or rolled back; the store lock (which survives commits) is
+        released after that. Inside a caller's own open transaction (a standalone connection)
+        the work runs from a savepoint and the caller's transaction stays open."""
+        nested = conn.transaction_in_progress
+        if nested:
+            conn.cursor().execute(f"SAVEPOINT {SAVEPOINT}")
+        session = OracleSession(conn, self, objects, end_user)
         try:
-            yield session
-        except BaseException:
-            conn.rollback()
-            raise
+            try:
+                yield session
+            except BaseException:
+                if nested:
+                    conn.cursor().execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
+                else:
+                    conn.rollback()
+                raise
+            if not nested:
+                conn.commit()
         finally:
-            session.release_store_lock()
-        conn.commit()
+            try:
+                session.release_store_lock()
+            except oracledb.Error:
+                discard(conn)  # the lock ends with the session
+                raise
 
     def close(self) -> None:
         """Borrowed pools and connections stay open: the caller owns them."""

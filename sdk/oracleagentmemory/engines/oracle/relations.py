@@ -41,6 +41,7 @@ from oracleagentmemory.engines.oracle.driver_errors import (
     unique_violation_constraint,
 )
 from oracleagentmemory.engines.oracle.names import OracleObjects
+from oracleagentmemory.engines.oracle.record_sql import json_value
 from oracleagentmemory.engines.oracle.statement import (
     ID_COLUMN_TYPE,
     OracleStatement,
@@ -87,8 +88,11 @@ def _lifecycle_in(column: str) -> tuple[str, dict[str, str]]:
 
 
 def relation_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A fetched relation row with its timestamps aware (UTC) again."""
+    """A fetched relation row with its timestamps aware (UTC) again and its metadata's numbers
+    ``int``/``float`` (python-oracledb reads numbers inside JSON as ``Decimal``)."""
     converted = dict(row)
+    if converted.get("metadata") is not None:  # JSON numbers arrive as Decimal
+        converted["metadata"] = json_value(converted["metadata"])
     for key in _TIMESTAMP_KEYS:
         if key in converted:
             value = converted[key]

@@ -13,6 +13,7 @@ pinned by a golden file, and this sequence is type-checked against python-oracle
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Sequence
 from datetime import datetime
@@ -51,6 +52,7 @@ from oracleagentmemory.engines.oracle import (
 from oracleagentmemory.engines.oracle.binds import vector_bind
 from oracleagentmemory.engines.oracle.bindset import BindSet
 from oracleagentmemory.engines.oracle.bindset import Statement as PlainStatement
+from oracleagentmemory.engines.oracle.driver_errors import error_info
 from oracleagentmemory.engines.oracle.filters import render_filter
 from oracleagentmemory.engines.oracle.names import OracleObjects
 from oracleagentmemory.engines.oracle.record_sql import decode_row, select_columns
@@ -106,7 +108,14 @@ class OracleSession(EngineSession):
         if warning is not None:
             warnings.warn(warning, RuntimeWarning, stacklevel=4)
             return
-        self.run.execute(purge_job.create_job_block(self.o))
+        try:
+            self.run.execute(purge_job.create_job_block(self.o))
+        except oracledb.DatabaseError as exc:  # the privilege went between probe and creation
+            if error_info(exc).code not in purge_job.JOB_PRIVILEGE_ERRORS:
+                raise
+            warnings.warn(purge_job.missing_privilege_warning(self.o, user, set())
+                          or f"the purge job was not created: {error_info(exc).first_line}",
+                          RuntimeWarning, stacklevel=4)
 
     def add_embedding_storage(self, dim: int) -> None:
         schema_ops.add_embedding_storage(self.conn, self.o, dim)
@@ -225,8 +234,10 @@ class OracleSession(EngineSession):
         rows really deleted (row security skips the others silently)."""
         targets: list[str] = []
         if logical == "memory":
-            targets = [r["target_id"] for r in self.run.dicts(
-                relations.lifecycle_targets_from(self.o, where.sql, where.binds))]
+            lookup = relations.lifecycle_targets_from(self.o, where.sql, where.binds)
+            lookup = dataclasses.replace(lookup, input_sizes={**lookup.input_sizes,
+                                                              **where.input_sizes})
+            targets = [r["target_id"] for r in self.run.dicts(lookup)]
         deleted = self.run.execute(deletes.delete_rows(self.o, logical, where)).out
         keys = list(zip(deleted.get("deleted_id") or [], deleted.get("deleted_owner") or [],
                         strict=True))
