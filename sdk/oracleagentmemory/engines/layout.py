@@ -79,3 +79,20 @@ class RecordRow(TypedDict, total=False):
     """Images only."""
     bytes: bytes | None
     """Images only: ``None`` unless the read asked for bytes."""
+
+
+def search_arms(record_types: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
+    """The ``(parent table, record types)`` pairs a search over ``record_types`` visits, in the
+    order every engine searches them (images are searched by their descriptions)."""
+    arms: list[tuple[str, tuple[str, ...]]] = []
+    memory = tuple(t for t in record_types if t in MEMORY_TYPES)
+    if memory:
+        arms.append(("memory", memory))
+    if "message" in record_types:
+        arms.append(("message", ("message",)))
+    profiles = tuple(t for t in record_types if t in PROFILE_TYPES)
+    if profiles:
+        arms.append(("actor_profile", profiles))
+    if "image" in record_types:
+        arms.append(("document", ("image",)))
+    return arms

@@ -58,8 +58,8 @@ from oracleagentmemory.engines.interfaces import (
 from oracleagentmemory.engines.layout import (
     EXPIRING_TABLES,
     MEMORY_TYPES,
-    PROFILE_TYPES,
     TABLE_OF_TYPE,
+    search_arms,
 )
 from oracleagentmemory.engines.oracle.binds import keyword_query
 from oracleagentmemory.engines.oracle.bindset import BindSet, Statement
@@ -126,18 +126,7 @@ def exact_scan_bound(budget: int, table_rows: int | None) -> int:
 
 def _arms(plan: SearchPlan) -> list[tuple[str, tuple[str, ...]]]:
     """(parent table, record types) pairs the search must visit."""
-    arms: list[tuple[str, tuple[str, ...]]] = []
-    memory = tuple(t for t in plan.record_types if t in MEMORY_TYPES)
-    if memory:
-        arms.append(("memory", memory))
-    if "message" in plan.record_types:
-        arms.append(("message", ("message",)))
-    profiles = tuple(t for t in plan.record_types if t in PROFILE_TYPES)
-    if profiles:
-        arms.append(("actor_profile", profiles))
-    if "image" in plan.record_types:  # searched by their descriptions
-        arms.append(("document", ("image",)))
-    return arms
+    return search_arms(plan.record_types)
 
 
 def _same_owner(left: str, right: str) -> str:

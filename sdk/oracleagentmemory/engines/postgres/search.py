@@ -25,7 +25,7 @@ from oracleagentmemory.engines.interfaces import (
     CandidateSource,
     SearchPlan,
 )
-from oracleagentmemory.engines.layout import MEMORY_TYPES, PROFILE_TYPES
+from oracleagentmemory.engines.layout import search_arms
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.filters import render_filter, scope_predicates
 from oracleagentmemory.engines.scan_choices import ScanChoices
@@ -190,18 +190,7 @@ def _limited(arms: list[sql.Composable], budget: int) -> sql.Composed:
 
 def _arms(plan: SearchPlan) -> list[tuple[str, tuple[str, ...]]]:
     """(parent table, record types) pairs the search must visit."""
-    arms: list[tuple[str, tuple[str, ...]]] = []
-    memory = tuple(t for t in plan.record_types if t in MEMORY_TYPES)
-    if memory:
-        arms.append(("memory", memory))
-    if "message" in plan.record_types:
-        arms.append(("message", ("message",)))
-    profiles = tuple(t for t in plan.record_types if t in PROFILE_TYPES)
-    if profiles:
-        arms.append(("actor_profile", profiles))
-    if "image" in plan.record_types:  # searched by their descriptions
-        arms.append(("document", ("image",)))
-    return arms
+    return search_arms(plan.record_types)
 
 
 def _parent_join(parent: str) -> sql.Composable:
