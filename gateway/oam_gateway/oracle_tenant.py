@@ -39,6 +39,7 @@ from oracleagentmemory.errors import InvalidArgumentError
 from oam_gateway.db_access_token import ClientCredentialsTokenProvider, DatabaseAccessTokenError
 from oam_gateway.oracle_pool import create_oracle_pool, pool_arguments
 from oam_gateway.principal import Principal
+from oam_gateway.tenant_runtime import ClientRuntime
 from oam_gateway.tenant_settings import EmbedderChoice, TenantSettings
 
 _log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ def database_user_name(settings: TenantSettings, subject: str) -> str:
     return subject
 
 
-class OracleTenantRuntime:
+class OracleTenantRuntime(ClientRuntime):
     """One Oracle tenant's pool and client, and the end-user contexts of its callers."""
 
     def __init__(self, name: str, settings: TenantSettings,
@@ -79,6 +80,7 @@ class OracleTenantRuntime:
         if settings.oracle is None:
             raise InvalidArgumentError(f"tenant {name!r} names no Oracle database",
                                        argument="oracle")
+        super().__init__()
         self.name = name
         self.settings = settings
         self.tokens = tokens or ClientCredentialsTokenProvider(settings.oracle.access_token)
@@ -89,9 +91,6 @@ class OracleTenantRuntime:
             else transaction_timeout_seconds + CALL_TIMEOUT_GRACE_SECONDS)
         self._pool: oracledb.ConnectionPool | None = None
         self._pool_lock = threading.Lock()
-        self._slots: asyncio.Semaphore | None = None
-        self._client: OracleAgentMemory | None = None
-        self._lock = asyncio.Lock()
         self._contexts: OrderedDict[tuple[Any, ...], tuple[Any, float]] = OrderedDict()
         self._contexts_token: str | None = None
         self._contexts_lock = threading.Lock()
@@ -167,21 +166,6 @@ class OracleTenantRuntime:
         return self.security_context(principal, token)
 
     # --- the client --------------------------------------------------------------------------
-    @property
-    def operation_slots(self) -> asyncio.Semaphore:
-        """Admits at most one SDK operation per pooled connection at a time."""
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.settings.pool_max_size)
-        return self._slots
-
-    async def client(self) -> OracleAgentMemory:
-        """The tenant's client; opened on first use, inside the caller's active context."""
-        if self._client is None:
-            async with self._lock:
-                if self._client is None:
-                    self._client = await asyncio.to_thread(self._open_client)
-        return self._client
-
     def _open_client(self) -> OracleAgentMemory:
         settings = self.settings
         options: dict[str, Any] = {}
@@ -214,10 +198,7 @@ class OracleTenantRuntime:
 
     def close(self) -> None:
         """Close the client and the pool."""
-        if self._client is not None:
-            self._client.close(timeout=5.0)
-            self._client.store.close()
-            self._client = None
+        self._close_client()
         with self._pool_lock:
             pool, self._pool = self._pool, None
         if pool is not None:

@@ -8,6 +8,7 @@ this protocol.
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -46,3 +47,43 @@ class Runtime(Protocol):
 
     async def ready(self, timeout_seconds: float) -> bool:
         """Whether the tenant's database answers within ``timeout_seconds``."""
+
+
+class ClientRuntime(ABC):
+    """What every tenant runtime shares: its operation slots and its lazily opened client.
+
+    Subclasses open the client (:meth:`_open_client`, run in a worker thread) and close it
+    with :meth:`_close_client` before closing their pool.
+    """
+
+    settings: TenantSettings
+
+    def __init__(self) -> None:
+        self._slots: asyncio.Semaphore | None = None
+        self._client: OracleAgentMemory | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def operation_slots(self) -> asyncio.Semaphore:
+        """Admits at most one SDK operation per pooled connection at a time."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.settings.pool_max_size)
+        return self._slots
+
+    async def client(self) -> OracleAgentMemory:
+        """The tenant's client; opened on first use, inside the caller's active context."""
+        if self._client is None:
+            async with self._lock:
+                if self._client is None:
+                    self._client = await asyncio.to_thread(self._open_client)
+        return self._client
+
+    @abstractmethod
+    def _open_client(self) -> OracleAgentMemory:
+        """Open the tenant's store and client (blocking)."""
+
+    def _close_client(self) -> None:
+        if self._client is not None:
+            self._client.close(timeout=5.0)
+            self._client.store.close()
+            self._client = None

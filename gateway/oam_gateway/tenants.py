@@ -8,7 +8,6 @@ request, inside that request's context, and shared by every later request of the
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import math
@@ -33,7 +32,7 @@ from oam_gateway.bridge import BridgedConnection, BridgedPool, run_bridged
 from oam_gateway.health import database_reachable
 from oam_gateway.oracle_tenant import OracleTenantRuntime
 from oam_gateway.principal import Principal
-from oam_gateway.tenant_runtime import Runtime
+from oam_gateway.tenant_runtime import ClientRuntime, Runtime
 from oam_gateway.tenant_settings import EmbedderChoice, TenantSettings
 
 T = TypeVar("T")
@@ -58,11 +57,12 @@ def shared_embedder(choice: EmbedderChoice, dimension: int) -> IEmbedder | None:
     return None
 
 
-class TenantRuntime:
+class TenantRuntime(ClientRuntime):
     """One tenant's pool and client, and the end-user contexts of its callers."""
 
     def __init__(self, name: str, settings: TenantSettings,
                  transaction_timeout_seconds: float | None = None) -> None:
+        super().__init__()
         self.name = name
         self.settings = settings
         self._app_token = settings.application_token()
@@ -93,9 +93,6 @@ class TenantRuntime:
             timeout=settings.pool_timeout_seconds,
             reconnect_timeout=max(30.0, settings.pool_timeout_seconds),
             name=f"oam-gateway-{name}", kwargs=options, open=False)
-        self._slots: asyncio.Semaphore | None = None
-        self._client: OracleAgentMemory | None = None
-        self._lock = asyncio.Lock()
         self._contexts: OrderedDict[tuple[str, str, tuple[str, ...]], tuple[Any, float]] = (
             OrderedDict())
         self._contexts_lock = threading.Lock()
@@ -155,21 +152,6 @@ class TenantRuntime:
         assert self._app_token is not None
         return create_end_user_security_context(self._app_token, identity, roles or None)
 
-    @property
-    def operation_slots(self) -> asyncio.Semaphore:
-        """Admits at most one SDK operation per pooled connection at a time."""
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.settings.pool_max_size)
-        return self._slots
-
-    async def client(self) -> OracleAgentMemory:
-        """The tenant's client; opened on first use, inside the caller's active context."""
-        if self._client is None:
-            async with self._lock:
-                if self._client is None:
-                    self._client = await asyncio.to_thread(self._open_client)
-        return self._client
-
     def _open_client(self) -> OracleAgentMemory:
         self.open()  # served without a lifespan (the pool opens on first use)
         settings = self.settings
@@ -184,10 +166,7 @@ class TenantRuntime:
 
     def close(self) -> None:
         """Close the client and the pool."""
-        if self._client is not None:
-            self._client.close(timeout=5.0)
-            self._client.store.close()
-            self._client = None
+        self._close_client()
         self.pool.close()
 
 
