@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oracleagentmemory.apis.embedders import IEmbedder
 from oracleagentmemory.core._modelhttp import (
     HttpModelClient,
     ModelHttpClient,
@@ -20,6 +19,7 @@ from oracleagentmemory.core._modelhttp import (
     check_base_url,
     check_int,
 )
+from oracleagentmemory.core.embedders.input_budget import InputBudget
 from oracleagentmemory.errors import (
     EmbeddingServiceError,
     InvalidArgumentError,
@@ -29,7 +29,7 @@ from oracleagentmemory.errors import (
 DEFAULT_API_BASE = "https://api.openai.com/v1"
 
 
-class Embedder(HttpModelClient, IEmbedder):
+class Embedder(InputBudget, HttpModelClient):
     """Embeds through ``POST {api_base}/embeddings`` (OpenAI, vLLM, Ollama, LiteLLM, TEI...).
 
     ``embedding_dimension`` is the model's vector size; when ``None`` it is learnt from the
@@ -129,13 +129,6 @@ class Embedder(HttpModelClient, IEmbedder):
             probe = self._vectors(self._http.post_json(self._url, self._body(["probe"])), 1)
             self._dimension = int(probe.shape[1])
         return self._dimension
-
-    @property
-    def max_input_tokens(self) -> int:
-        """The model's input budget given at construction, else the contract's default."""
-        if self._max_input_tokens is None:
-            return super().max_input_tokens
-        return self._max_input_tokens
 
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
         """Embed ``texts``: an array of shape ``(len(texts), embedding_dimension)``, float32."""

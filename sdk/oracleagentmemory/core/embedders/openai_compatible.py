@@ -10,7 +10,7 @@ import httpx
 import numpy as np
 import numpy.typing as npt
 
-from oracleagentmemory.apis.embedders import IEmbedder
+from oracleagentmemory.core.embedders.input_budget import InputBudget
 from oracleagentmemory.errors import (
     EmbeddingServiceError,
     InvalidArgumentError,
@@ -18,7 +18,7 @@ from oracleagentmemory.errors import (
 )
 
 
-class OpenAICompatibleEmbedder(IEmbedder):
+class OpenAICompatibleEmbedder(InputBudget):
     """Embeds through ``POST {base_url}/embeddings`` (OpenAI, vLLM, Ollama, LiteLLM, TEI...).
 
     Texts are sent in batches of ``batch_size``; each request has ``timeout`` seconds. The API
@@ -70,13 +70,6 @@ class OpenAICompatibleEmbedder(IEmbedder):
     def embedding_dimension(self) -> int:
         """Dimension of every vector."""
         return self._dimension
-
-    @property
-    def max_input_tokens(self) -> int:
-        """The model's input budget given at construction, else the contract's default."""
-        if self._max_input_tokens is None:
-            return super().max_input_tokens
-        return self._max_input_tokens
 
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
         """Embed ``texts``; raises :class:`EmbeddingServiceError` when the service fails.

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from oracleagentmemory.apis.embedders import IEmbedder
+from oracleagentmemory.core.embedders.input_budget import InputBudget
 from oracleagentmemory.engines.in_database import InDatabaseEmbedding, in_database_embedding
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
@@ -26,7 +26,7 @@ def _positive_int(value: object, name: str, maximum: int | None = None) -> int:
     return value
 
 
-class OracleDBEmbedder(IEmbedder):
+class OracleDBEmbedder(InputBudget):
     """Embeds with an ONNX embedding model loaded into the database (``oam-admin`` loads one
     with ``DBMS_VECTOR.LOAD_ONNX_MODEL``), through ``connection``: an ``oracledb`` connection
     or pool (``embed_async`` also takes the driver's async ones).
@@ -68,13 +68,6 @@ class OracleDBEmbedder(IEmbedder):
     def embedding_dimension(self) -> int:
         """Dimension of every vector (the declared ``embedding_dimension``)."""
         return self._backend.embedding_dimension
-
-    @property
-    def max_input_tokens(self) -> int:
-        """The model's input budget given at construction, else the contract's default."""
-        if self._max_input_tokens is None:
-            return super().max_input_tokens
-        return self._max_input_tokens
 
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
         """Embed ``texts`` in the database: shape ``(len(texts), embedding_dimension)``.

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oracleagentmemory.apis.embedders import IEmbedder
 from oracleagentmemory.core._modelhttp import check_int
+from oracleagentmemory.core.embedders.input_budget import InputBudget
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 WORDLLAMA_CONFIG = "l2_supercat"
@@ -79,7 +79,7 @@ def _load_model() -> Any:
     return _import_inference_class()(matrix, tokenizer, binary=False)
 
 
-class WordLlamaEmbedder(IEmbedder):
+class WordLlamaEmbedder(InputBudget):
     """Embeds with WordLlama (``l2_supercat``): averaged static token embeddings.
 
     The model (LLaMA-2 tokenizer, 32k x 256 weights, 16 MB) ships inside the ``wordllama``
@@ -111,13 +111,6 @@ class WordLlamaEmbedder(IEmbedder):
     def embedding_dimension(self) -> int:
         """Dimension of every vector."""
         return self._dimension
-
-    @property
-    def max_input_tokens(self) -> int:
-        """The input budget given at construction, else the contract's default."""
-        if self._max_input_tokens is None:
-            return super().max_input_tokens
-        return self._max_input_tokens
 
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
         """Embed ``texts``: shape ``(len(texts), embedding_dimension)``, float32, unit rows.
