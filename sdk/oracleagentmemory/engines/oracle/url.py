@@ -96,6 +96,6 @@ def connect(url: str, environ: Mapping[str, str] | None = None) -> oracledb.Conn
     login or an unreachable database raises the SDK's typed error."""
     arguments = parse_oracle_url(url).connect_arguments(environ)
     try:
-        return oracledb.connect(**arguments)  # type: ignore[arg-type]
+        return oracledb.connect(**arguments)
     except oracledb.Error as exc:
         raise translate(exc) from exc
