@@ -30,6 +30,7 @@ from oracleagentmemory.errors import (
     NotPermittedError,
     OperationTimeoutError,
     SecurityContextError,
+    SecurityContextSetupError,
 )
 from oracledb import errors as driver
 
@@ -129,6 +130,26 @@ def test_context_failures_are_security_context_errors(exc: oracledb.Error, phras
     assert phrase in str(typed)
     assert error_info(exc).full_code in str(typed)  # the driver's code is kept for support
     assert not is_connection_lost(exc)
+
+
+@pytest.mark.parametrize("exc,deployment_fault", [
+    (dpy(driver.ERR_END_USER_SECURITY_CONTEXT_REQUIRES_TCPS), True),
+    (dpy(driver.ERR_UNSUPPORTED_DEEP_DATA_SECURITY_FEATURE), True),
+    (ora(52602, "Invalid database access token in the end-user security context"), True),
+    (ora(52605, "Missing CREATE END USER SECURITY CONTEXT privilege"), True),
+    (ora(52601, "Invalid end-user token in the end-user security context: Token is expired"),
+     False),
+], ids=["DPY-2073", "DPY-3041", "ORA-52602", "ORA-52605", "ORA-52601"])
+def test_the_end_users_refusal_is_told_apart_from_the_deployments(
+        exc: oracledb.Error, deployment_fault: bool) -> None:
+    """Only a refused end-user token is the caller's fault (a gateway answers 401 for it); no
+    TLS, no server support, the service's own token or privilege are the deployment's (500)."""
+    from oam_gateway.sdk_problems import STATUS_OF_CODE
+
+    typed = translate(exc)
+    assert isinstance(typed, SecurityContextError)
+    assert isinstance(typed, SecurityContextSetupError) is deployment_fault
+    assert STATUS_OF_CODE[typed.code] == (500 if deployment_fault else 401)
 
 
 # --- logins and lost connections -----------------------------------------------------------

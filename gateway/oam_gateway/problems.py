@@ -29,6 +29,7 @@ PROBLEM_TYPES: dict[str, str] = {
     "not-permitted": "Not permitted",
     "end-user-context": "End-user context refused",
     "security-context": "Security context refused",
+    "security-context-setup": "Security context unavailable",
     "schema": "Memory store schema error",
     "database-error": "Database error",
     "timeout": "Operation timed out",

@@ -28,6 +28,7 @@ STATUS_OF_CODE: dict[str, int] = {
     "not_permitted": 403,
     "end_user_context": 403,
     "security_context": 401,
+    "security_context_setup": 500,
     "schema": 500,
     "database_unavailable": 503,
     "database_error": 500,

@@ -105,6 +105,14 @@ class SecurityContextError(EndUserContextError):
     code = "security_context"
 
 
+class SecurityContextSetupError(SecurityContextError):
+    """No end user's context can be applied on this connection, whoever the end user: a
+    deployment problem (a connection without TLS, a database without the capability, the
+    service's own database access token or privileges), not the end user's credentials."""
+
+    code = "security_context_setup"
+
+
 class MemoryStoreSchemaError(OracleAgentMemoryError, RuntimeError):
     """The managed schema is missing, incomplete, outdated or incompatible with the request."""
 
@@ -170,6 +178,7 @@ __all__ = [
     "RecordKeyError",
     "RecordNotFoundError",
     "SecurityContextError",
+    "SecurityContextSetupError",
     "UnsupportedEngineError",
     "UnsupportedFeatureError",
 ]

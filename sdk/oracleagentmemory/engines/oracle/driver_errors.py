@@ -34,6 +34,7 @@ from oracleagentmemory.errors import (
     OperationTimeoutError,
     OracleAgentMemoryError,
     SecurityContextError,
+    SecurityContextSetupError,
 )
 
 UNAVAILABLE_HINT = ("check that the database is running, that the DSN (host, port, service "
@@ -125,6 +126,10 @@ _CONTEXT_ERRORS: dict[str, str] = {
                  "caching must stay off while a context is attached)",
 }
 
+_END_USER_FAULTS = frozenset({"ORA-52601"})
+"""Context refusals caused by the end user's own credentials (a gateway answers 401); every
+other entry of :data:`_CONTEXT_ERRORS` is the deployment's (no end user could get in)."""
+
 _LOGIN_CODES = frozenset({
     1005,   # null password given; logon denied (the driver's DPY-4001)
     1017,   # invalid credential or not authorized; logon denied
@@ -180,7 +185,10 @@ def translate(exc: oracledb.Error) -> OracleAgentMemoryError:
     info = error_info(exc)
     detail = info.first_line
     if info.full_code in _CONTEXT_ERRORS:
-        return SecurityContextError(f"{_CONTEXT_ERRORS[info.full_code]} ({detail})")
+        message = f"{_CONTEXT_ERRORS[info.full_code]} ({detail})"
+        if info.full_code in _END_USER_FAULTS:
+            return SecurityContextError(message)
+        return SecurityContextSetupError(message)
     if info.full_code == "DPY-1002":
         return DatabaseError(f"the connection pool is closed (was the store closed?): {detail}")
     if info.code == _STORE_LOCKED:
