@@ -22,7 +22,7 @@ from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy
 from oracleagentmemory.core.deepsec.context import active_security_context
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.core.storebase import OracleMemoryStore
-from oracleagentmemory.engines.interfaces import UNSET, EndUserContext, EngineSession
+from oracleagentmemory.engines.interfaces import UNSET, EngineSession
 from oracleagentmemory.errors import EndUserContextError, MemoryStoreSchemaError
 
 
@@ -133,16 +133,13 @@ class OracleDBMemoryStore(StoreWrites, StoreReads, StoreSearch, StoreRelations,
         """In a NO_CHECK store, an omitted user id is the active end user's name."""
         if self._policy is SchemaPolicy.NO_CHECK:
             context = self._security()
-            if isinstance(context, EndUserContext):
-                username = context.verified_username()
-                if username is None:
-                    # An identity provider's token names its user only once the database has
-                    # verified it: one round trip, the first time this context is used.
-                    with self._session():
-                        pass
-                    username = context.verified_username()
-            else:  # a driver's own context type (oracledb) names its user
-                username = getattr(context, "username", None)
+            username = self._engine.verified_username(context)
+            if username is None:
+                # A token (or a driver's own context, which names nobody) names its user only
+                # once the database has verified it: one round trip, the first time it is used.
+                with self._session():
+                    pass
+                username = self._engine.verified_username(context)
             if isinstance(username, str) and username:
                 return username
         return NOT_SET_MARKER

@@ -157,6 +157,9 @@ class SchemaOptions:
     search_index_sync: str
     default_ttl_days: int | None
     max_ttl_days: int | None
+    in_database_model: str | None = None
+    """The in-database model of the store's embedder (``OracleDBEmbedder.model``), ``None``
+    when the embedder is another one; a hybrid index that embeds in the database needs it."""
 
 
 @dataclass
@@ -525,6 +528,19 @@ class Engine(ABC):
     @abstractmethod
     def recognises_context(cls, security_context: object) -> bool:
         """Whether ``security_context`` is an end-user context this engine can apply."""
+
+    def verified_username(self, security: object) -> str | None:
+        """The user name the database verified for end-user context ``security``, or ``None``
+        while it has not verified one (the core then runs one operation and asks again).
+
+        The default asks an :class:`EndUserContext`, or reads a ``username`` of a driver's own
+        context type; an engine whose driver's context names no user (``oracledb``) answers
+        with the name its own verification saw.
+        """
+        if isinstance(security, EndUserContext):
+            return security.verified_username()
+        username = getattr(security, "username", None)
+        return username if isinstance(username, str) and username else None
 
     @abstractmethod
     def session(self, names: StoreNames,

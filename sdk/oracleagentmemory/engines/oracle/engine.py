@@ -25,6 +25,7 @@ from oracleagentmemory.engines.oracle.names import MAX_IDENTIFIER_BYTES, OracleO
 from oracleagentmemory.engines.oracle.schema_ops import scalar
 from oracleagentmemory.engines.oracle.schema_sql import current_schema
 from oracleagentmemory.engines.oracle.session import OracleSession
+from oracleagentmemory.engines.oracle.verified_users import VerifiedUsers
 from oracleagentmemory.engines.scan_choices import ScanChoices
 from oracleagentmemory.errors import (
     DatabaseUnavailableError,
@@ -138,6 +139,18 @@ class OracleEngine(Engine):
             self._login_schema = str(scalar(conn, current_schema()))
         return self._login_schema
 
+    # --- the end user each context was verified as (python-oracledb's names nobody) --------
+    def verified_username(self, security: object) -> str | None:
+        """The end user ``SELECT ORA_END_USER_CONTEXT.username FROM dual`` returned when this
+        engine last attached ``security``; ``None`` before its first operation here."""
+        return self._verified_users().get(security)
+
+    def _verified_users(self) -> VerifiedUsers:
+        """This engine's memo of verified end users, made on first use (``setdefault`` is
+        atomic: concurrent first operations share one memo)."""
+        memo: VerifiedUsers = self.__dict__.setdefault("_verified_user_memo", VerifiedUsers())
+        return memo
+
     def _transaction(self, conn: oracledb.Connection, names: StoreNames, security: Any | None,
                      discard: Callable[[oracledb.Connection], None]) -> Iterator[OracleSession]:
         """One transaction, inside the end-user context when ``security`` is given: attached
@@ -150,6 +163,7 @@ class OracleEngine(Engine):
             yield from self._work(conn, objects, None, discard)
             return
         with contexts.attached_context(conn, security, None, discard=discard) as attached:
+            self._verified_users().remember(security, attached.username)
             yield from self._work(conn, objects, attached.username, discard)
 
     def _work(self, conn: oracledb.Connection, objects: OracleObjects, end_user: str | None,
