@@ -5,6 +5,11 @@ administrator); ``seal`` signs the rows not sealed yet into checkpoints with the
 key (``keygen`` makes one: Ed25519 by default); ``verify`` recomputes the hash chain with the
 public key and exits 1 naming the first bad record or checkpoint; ``list`` prints audit rows as
 JSON lines. See :mod:`oracleagentmemory.core.deepsec.audit`.
+
+``--url`` (or ``OAM_ADMIN_URL``) names a PostgreSQL database (``postgresql://``) or an Oracle
+one (``oracle://`` TLS, ``oracle+tcp://``; the store's schema owner, password in
+``OAM_ORACLE_PASSWORD``): on Oracle the audit rows go to blockchain tables
+(:mod:`oracleagentmemory.engines.oracle.audit_sql`).
 """
 
 from __future__ import annotations

@@ -174,6 +174,7 @@ class WriteAuditAdmin(ABC):
 
 _IMPLEMENTATIONS = {
     "postgresql": "oracleagentmemory.engines.postgres.write_audit:PostgresWriteAuditAdmin",
+    "oracle": "oracleagentmemory.engines.oracle.write_audit:OracleWriteAuditAdmin",
 }
 
 
@@ -195,11 +196,17 @@ def write_audit_admin_for(connection: object) -> WriteAuditAdmin:
     entry = next((e for e in engine_entries() if e.accepts(source)), None)
     if entry is not None and entry.unavailable is not None:
         raise UnsupportedEngineError(entry.unavailable)
-    path = None if entry is None else _IMPLEMENTATIONS.get(entry.name)
+    name = None if entry is None else entry.name
+    if name is None and isinstance(source, str) and source.lower().startswith("oracle"):
+        from oracleagentmemory.engines.oracle.url import is_oracle_url  # imports oracledb
+
+        name = "oracle" if is_oracle_url(source) else None
+    path = None if name is None else _IMPLEMENTATIONS.get(name)
     if path is None:
         raise InvalidArgumentTypeError(
-            "connection must be a psycopg Connection or a postgresql:// URL of the admin "
-            f"identity, got {type(connection).__name__}", argument="connection")
+            "connection must be the admin identity's psycopg Connection or postgresql:// URL, "
+            "or the store owner's oracledb Connection or oracle:// URL, got "
+            f"{type(connection).__name__}", argument="connection")
     module_name, class_name = path.split(":")
     implementation = getattr(importlib.import_module(module_name), class_name)
     admin = implementation.for_connection(source)
