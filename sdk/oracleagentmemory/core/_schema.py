@@ -39,6 +39,8 @@ class SchemaRequest:
     latest_version: int
     max_indexed_vector_dim: int
     """The engine's vector index limit (:class:`EngineCapabilities`)."""
+    in_database_model: str | None = None
+    """``OracleDBEmbedder.model`` of the store's embedder (``None``: another embedder)."""
 
 
 def open_schema(engine: Engine, names: StoreNames, policy: SchemaPolicy, security: Any,
@@ -124,6 +126,7 @@ def _options(request: SchemaRequest, registry: RegistryRow | None) -> SchemaOpti
         search_index_sync=request.search_index_sync,
         default_ttl_days=default,
         max_ttl_days=maximum,
+        in_database_model=request.in_database_model,
     )
 
 

@@ -13,6 +13,7 @@ from oracleagentmemory.core._writeplan import Chunker
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy, parse_schema_policy
 from oracleagentmemory.core.dbsearch import SearchIndexSyncMode, SearchStrategy, parse_enum
 from oracleagentmemory.core.deepsec.context import active_security_context
+from oracleagentmemory.core.embedders.oracle_db import OracleDBEmbedder
 from oracleagentmemory.core.retention import MemoryRetentionConfig
 from oracleagentmemory.engines import make_engine
 from oracleagentmemory.engines.identifiers import (
@@ -154,6 +155,8 @@ def open_store(
                 retention=retention,
                 latest_version=capabilities.latest_schema_version,
                 max_indexed_vector_dim=capabilities.max_indexed_vector_dim,
+                in_database_model=embedder.model
+                if isinstance(embedder, OracleDBEmbedder) else None,
             ),
         )
     except BaseException:

@@ -196,9 +196,9 @@ def wants_text_index(search_mode: str) -> bool:
     """Whether the store gets the CONTEXT index: with ``vector`` and ``keyword`` search.
 
     PostgreSQL keeps its keyword index in every store, so a keyword client works on a vector
-    store; Oracle does the same. A ``hybrid`` store gets the hybrid vector index instead (not
-    rendered here yet): Oracle does not let a CONTEXT index and a hybrid index own the same
-    column.
+    store; Oracle does the same. A ``hybrid`` store gets the hybrid vector index instead
+    (:mod:`.hybrid`, created by ``schema_ops`` with the embedder's in-database model): Oracle
+    does not let a CONTEXT index and a hybrid index own the same column.
     """
     return search_mode != "hybrid"
 

@@ -12,7 +12,7 @@ from typing import Any
 import oracledb
 
 from oracleagentmemory.engines.interfaces import RegistryRow, SchemaOptions, SchemaState
-from oracleagentmemory.engines.oracle import ddl, schema_sql
+from oracleagentmemory.engines.oracle import ddl, hybrid, schema_sql
 from oracleagentmemory.engines.oracle.names import OracleObjects
 from oracleagentmemory.errors import MemoryStoreSchemaError
 
@@ -81,17 +81,45 @@ def bypasses_row_security(conn: oracledb.Connection) -> bool:
 
 def apply_schema_version(conn: oracledb.Connection, o: OracleObjects, version: int,
                          options: SchemaOptions) -> None:
-    """Create the store at Oracle's only schema version (1); later versions do not exist."""
+    """Create the store at Oracle's only schema version (1); later versions do not exist.
+
+    A ``hybrid`` store gets the hybrid vector index on the chunk text (:mod:`.hybrid`) instead
+    of the CONTEXT index; creating it needs the in-database model of an ``OracleDBEmbedder``,
+    and is refused without one before any DDL runs. A store that already has the hybrid index
+    keeps it whatever the mode (its text part serves keyword search; Oracle lets no CONTEXT
+    index own the column beside it), so a keyword client repairing a hybrid store needs no
+    model.
+    """
     if version != ddl.LATEST_SCHEMA_VERSION:
         raise MemoryStoreSchemaError(
             f"the Oracle engine has no schema step to version {version} (its latest is "
             f"{ddl.LATEST_SCHEMA_VERSION})")
+    has_hybrid = bool(scalar(conn, schema_sql.index_exists(o, hybrid.HYBRID_INDEX_SUFFIX)))
+    model = hybrid.require_in_database_model(options) \
+        if options.search_mode == "hybrid" and not has_hybrid else None
     run(conn, (ddl.registry_table(o), {}))
     for statement in ddl.create_store(o, options):
         suffix = _once_only_index(statement, o)
+        if suffix == hybrid.TEXT_INDEX_SUFFIX and has_hybrid:
+            continue
         if suffix is not None and scalar(conn, schema_sql.index_exists(o, suffix)):
             continue
         run(conn, (statement, {}))
+    if model is not None:
+        _create_hybrid_index(conn, o, model, options.search_index_sync)
+
+
+def _create_hybrid_index(conn: oracledb.Connection, o: OracleObjects, model: str,
+                         search_index_sync: str) -> None:
+    """Replace the CONTEXT index, if any, by the vectorizer preference and the hybrid index.
+
+    Each step commits (DDL); a failure part-way leaves a store without a text index, which the
+    next open as the owner completes (the hybrid index is created while it does not exist).
+    """
+    if scalar(conn, schema_sql.index_exists(o, hybrid.TEXT_INDEX_SUFFIX)):
+        run(conn, (hybrid.drop_text_index(o), {}))
+    run(conn, hybrid.create_preference(o, model))
+    run(conn, (hybrid.hybrid_index(o, search_index_sync), {}))
 
 
 def _once_only_index(statement: str, o: OracleObjects) -> str | None:
@@ -124,5 +152,6 @@ def drop_store(conn: oracledb.Connection, o: OracleObjects) -> None:
     statement, lookup = schema_sql.existing_tables(o)
     for table in schema_sql.drop_tables(o):
         run(conn, table)
+    run(conn, hybrid.drop_preference(o))  # the hybrid index went with its table
     if "" in {lookup[row[0]] for row in run(conn, statement).fetchall() if row[0] in lookup}:
         run(conn, schema_sql.delete_registry_row(o))

@@ -21,16 +21,12 @@ behaviour is the PostgreSQL engine's (``engines/postgres/search.py``):
   more words higher); the distance is ``1 / (1 + SCORE(1))``: ``SCORE`` is 0 to 100, higher is
   better, so the distance falls in ``(0, 1]`` and smaller is better, the same transform as
   PostgreSQL's ``1 / (1 + ts_rank_cd)``. Keyword rounds are exact;
-* hybrid rounds return both sides in one statement (side 0 vector, side 1 keyword, each limited
-  to ``budget``) and the core fuses them by reciprocal-rank fusion, as on PostgreSQL.
-  ``DBMS_HYBRID_VECTOR.SEARCH`` is not used: it fuses inside the database with its own scorer
-  (RRF, RSF or WRRF over its own top-k) and its JSON parameter, as documented (PL/SQL Packages
-  Reference, "DBMS_HYBRID_VECTOR.SEARCH"), has no place for the scope, expiry, status and
-  metadata filters to apply before that top-k, so the same search would rank differently than
-  on PostgreSQL and a filtered search could come up short.
-  The keyword side queries ``chunk_text`` with ``CONTAINS``, which a hybrid vector index (an
-  Oracle Text SEARCH INDEX type, AI Vector Search Guide, "CREATE HYBRID VECTOR INDEX") serves
-  as a CONTEXT index does [inferred, not run live].
+* hybrid plans are answered by the store's hybrid vector index through
+  ``DBMS_HYBRID_VECTOR.SEARCH`` (:mod:`.hybrid`, which the session routes them to): the
+  database fuses the two sides, and the hits are joined back by ROWID to the chunk and parent
+  rows, under the same filters as here. :func:`hybrid_statement` (both sides in one statement,
+  side 0 vector and side 1 keyword, fused by the core as on PostgreSQL) is the earlier form the
+  session no longer uses; its tests still pin it.
 
 Bind names: ``:qv`` the query vector (``array.array('f')``), ``:q`` the keyword query, ``:n`` the
 budget, ``:scN`` scope ids, ``:rtN`` record types, ``:mfN`` metadata-filter values. A runner
@@ -134,7 +130,7 @@ def _same_owner(left: str, right: str) -> str:
     return f"({left} = {right} OR ({left} IS NULL AND {right} IS NULL))"
 
 
-def _parent_join(parent: str) -> str:
+def parent_join(parent: str) -> str:
     """The condition joining chunk ``c`` to its parent row ``p`` (ids are unique per owner)."""
     if parent == "actor_profile":
         return "p.actor_id = c.record_id AND p.actor_type || '_profile' = c.record_type"
@@ -148,13 +144,13 @@ def _in_list(column: str, values: Sequence[str], binds: BindSet, prefix: str) ->
     return f"{column} IN ({', '.join(':' + binds.add(prefix, v) for v in values)})"
 
 
-def _chunk_filters(plan: SearchPlan, types: tuple[str, ...], binds: BindSet) -> list[str]:
+def chunk_filters(plan: SearchPlan, types: tuple[str, ...], binds: BindSet) -> list[str]:
     """Predicates on chunk ``c`` alone (record type and scope)."""
     return [_in_list("c.record_type", types, binds, "rt"),
             *scope_predicates(plan.scope.items(), binds, alias="c")]
 
 
-def _parent_filters(plan: SearchPlan, parent: str, binds: BindSet) -> list[str]:
+def parent_filters(plan: SearchPlan, parent: str, binds: BindSet) -> list[str]:
     """Predicates on parent ``p``: expiry hidden, status, metadata."""
     where: list[str] = []
     if parent != "actor_profile":
@@ -167,12 +163,12 @@ def _parent_filters(plan: SearchPlan, parent: str, binds: BindSet) -> list[str]:
 
 
 def _source(o: OracleObjects, parent: str) -> str:
-    return f"{o.table('record_chunks')} c JOIN {o.table(parent)} p ON {_parent_join(parent)}"
+    return f"{o.table('record_chunks')} c JOIN {o.table(parent)} p ON {parent_join(parent)}"
 
 
 def _vector_arm(o: OracleObjects, plan: SearchPlan, parent: str, types: tuple[str, ...],
                 exact: bool, binds: BindSet) -> str:
-    where = _chunk_filters(plan, types, binds) + _parent_filters(plan, parent, binds)
+    where = chunk_filters(plan, types, binds) + parent_filters(plan, parent, binds)
     fetch = ("FETCH EXACT FIRST :n ROWS ONLY" if exact else
              f"FETCH APPROX FIRST :n ROWS ONLY WITH TARGET ACCURACY {HNSW_TARGET_ACCURACY}")
     return ("SELECT c.record_type, c.record_id, VECTOR_DISTANCE(c.embedding, :qv, COSINE) AS d "
@@ -183,7 +179,7 @@ def _vector_arm(o: OracleObjects, plan: SearchPlan, parent: str, types: tuple[st
 
 def _keyword_arm(o: OracleObjects, plan: SearchPlan, parent: str, types: tuple[str, ...],
                  binds: BindSet) -> str:
-    where = _chunk_filters(plan, types, binds) + _parent_filters(plan, parent, binds)
+    where = chunk_filters(plan, types, binds) + parent_filters(plan, parent, binds)
     return ("SELECT c.record_type, c.record_id, 1 / (1 + SCORE(1)) AS d "
             f"FROM {_source(o, parent)} WHERE CONTAINS(c.chunk_text, :q, 1) > 0 AND "
             f"{' AND '.join(where)} ORDER BY SCORE(1) DESC FETCH FIRST :n ROWS ONLY")
@@ -271,7 +267,7 @@ def scoped_count_statement(o: OracleObjects, plan: SearchPlan, limit: int) -> St
     user_only = SearchPlan(mode=plan.mode, k=plan.k, record_types=plan.record_types,
                            scope={"user_id": plan.scope.get("user_id", UNSET)})
     types = tuple(t for _, arm_types in _arms(plan) for t in arm_types)
-    where = _chunk_filters(user_only, types, binds)
+    where = chunk_filters(user_only, types, binds)
     return binds.statement(
         f"SELECT COUNT(*) FROM (SELECT 1 FROM {o.table('record_chunks')} c "
         f"WHERE {' AND '.join(where)} FETCH FIRST :lim ROWS ONLY)")

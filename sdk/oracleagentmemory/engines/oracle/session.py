@@ -40,6 +40,7 @@ from oracleagentmemory.engines.interfaces import (
 from oracleagentmemory.engines.layout import TABLE_OF_TYPE
 from oracleagentmemory.engines.oracle import (
     deletes,
+    hybrid,
     inserts,
     purge_job,
     reads,
@@ -280,6 +281,8 @@ class OracleSession(EngineSession):
 
     # --- search -------------------------------------------------------------------------
     def candidate_source(self, plan: SearchPlan) -> CandidateSource:
+        if plan.mode == "hybrid":  # the store's hybrid vector index (DBMS_HYBRID_VECTOR.SEARCH)
+            return hybrid.HybridCandidates(self.run.rows, self.o, plan)
         vector = vector_bind(plan.vector, len(plan.vector)) if plan.vector is not None else None
         return search.OracleCandidates(self.run.rows, self.o, plan, vector,
                                        self.engine.scan_choices, self.end_user)
