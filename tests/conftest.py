@@ -2,7 +2,9 @@
 
 The behavioural fixtures (``make_store``, ``store``, ``vector_store``) run once per reachable
 engine (``tests/provision/``): PostgreSQL always (the embedded server, or ``OAM_TEST_PG_URL``),
-Oracle when its engine is available and ``OAM_TEST_ORACLE_DSN`` names a database.
+Oracle when its engine is available and ``OAM_TEST_ORACLE_DSN`` names a database or a container
+runtime answers (``OAM_TEST_ORACLE_IMAGE``). A test that does not apply to an engine says so
+with ``@pytest.mark.not_on_engine(name, reason=...)`` (``tests/provision/engine_marks.py``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import hashlib
 import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +23,28 @@ import pytest
 from oracle_dds import NOT_TESTED as ORACLE_DDS_NOT_TESTED
 from oracleagentmemory.apis import IEmbedder
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
-from provision import reachable, statuses
-from provision.oracle import ORACLE
+from provision import engine_marks, reachable, statuses
+from provision.oracle import ORACLE, OracleNotTested
+from provision.oracle_container import container_image
 from provision.postgres import POSTGRES
 
 _store_counter = itertools.count(1)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the engine marker."""
+    config.addinivalue_line("markers", engine_marks.MARKER_HELP)
+
+
 def pytest_report_header() -> list[str]:
     """Which engines this run covers, and why the others are not run."""
-    return [f"engine {status.name}: " + ("runs" if status.reason is None
-                                         else f"not run ({status.reason})")
-            for status in statuses()]
+    lines = [f"engine {status.name}: " + ("runs" if status.reason is None
+                                          else f"not run ({status.reason})")
+             for status in statuses()]
+    if ORACLE.unavailable() is None and ORACLE.source() == "container":
+        lines.append(f"engine {ORACLE.name}: in a container ({container_image()}), started by "
+                     "the first Oracle test")
+    return lines
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -41,32 +54,50 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         if status.reason is not None:
             terminalreporter.write_line(
                 f"engine {status.name} was NOT tested: {status.reason}", yellow=True)
-    for reason in ORACLE_DDS_NOT_TESTED:
+    dds_reasons = list(ORACLE_DDS_NOT_TESTED)
+    if (container_reason := ORACLE.deep_data_security_unavailable()) is not None:
+        dds_reasons.append(container_reason)
+    for reason in dds_reasons:
         terminalreporter.write_line(
             f"engine {ORACLE.name} Deep Data Security was NOT tested: {reason}", yellow=True)
+    for line in engine_marks.summary_lines():
+        terminalreporter.write_line(line, yellow=True)
 
 
 ORACLE_ONLY_MODULES = frozenset({"test_deepsec_oracle_attacks.py"})
-"""Modules that run only on Oracle: not collected at all (not even as skipped) without it."""
+"""Modules that run only on Oracle with Deep Data Security: not collected at all (not even as
+skipped) without Oracle, or on a container (no TCPS, no identity provider); the summary says
+why."""
+
+
+def oracle_only_modules_left_out() -> bool:
+    """Whether this run leaves out :data:`ORACLE_ONLY_MODULES`."""
+    return (ORACLE.unavailable() is not None
+            or ORACLE.deep_data_security_unavailable() is not None)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Leave out the Oracle-only modules when Oracle is not reachable."""
-    if collection_path.name in ORACLE_ONLY_MODULES and ORACLE.unavailable() is not None:
+    """Leave out the Oracle-only modules when they cannot run."""
+    if collection_path.name in ORACLE_ONLY_MODULES and oracle_only_modules_left_out():
         return True
     return None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The same for a module named on the command line (pytest collects it regardless)."""
-    if ORACLE.unavailable() is not None:
+    if oracle_only_modules_left_out():
         items[:] = [i for i in items if i.path.name not in ORACLE_ONLY_MODULES]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Run every test of the behavioural fixtures on each reachable engine."""
+    """Run every test of the behavioural fixtures on each reachable engine, except the engines
+    a ``not_on_engine`` mark leaves out (a skip saying why)."""
     if "engine_name" in metafunc.fixturenames:
-        metafunc.parametrize("engine_name", [p.name for p in reachable()], scope="session")
+        left_out = engine_marks.engines_left_out(metafunc.definition)
+        engine_marks.record(left_out)
+        metafunc.parametrize("engine_name",
+                             engine_marks.engine_params([p.name for p in reachable()], left_out),
+                             scope="session")
 
 
 @pytest.fixture(scope="session")
@@ -78,8 +109,14 @@ def pg_url() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def oracle_pool() -> Iterator[object]:
-    """A pool on the session's Oracle database as the store owner (see tests/provision)."""
-    with ORACLE.database() as pool:
+    """A pool on the session's Oracle database as the store owner (see tests/provision).
+    A container that cannot start skips every Oracle test with the reason (the run's summary
+    says Oracle was NOT tested), and leaves the PostgreSQL tests running."""
+    with ExitStack() as stack:
+        try:
+            pool = stack.enter_context(ORACLE.database())
+        except OracleNotTested as exc:
+            pytest.skip(f"Oracle NOT tested: {exc}")
         yield pool
 
 
