@@ -98,10 +98,38 @@ def url_has_password(url: str) -> bool:
         return False
 
 
+def is_oracle_admin_url(url: str | None) -> bool:
+    """Whether ``url`` names an Oracle database (``oracle://``, ``oracle+tcp://``...)."""
+    if not url:
+        return False
+    from oracleagentmemory.engines.oracle.url import is_oracle_url
+
+    return is_oracle_url(url)
+
+
+def _checked_oracle_url(url: str, source: str) -> str:
+    """An Oracle admin URL takes its password from ``$OAM_ORACLE_PASSWORD`` only."""
+    from oracleagentmemory.engines.oracle.url import PASSWORD_ENV
+
+    if url_has_password(url):
+        raise UsageError(
+            f"{source} must not contain a password (a command line is visible to other local "
+            f"users and kept in shell history); put the Oracle password in {PASSWORD_ENV}")
+    if not os.environ.get(PASSWORD_ENV):
+        raise UsageError(f"no password for the Oracle login of {source}: set {PASSWORD_ENV}")
+    return url
+
+
 def admin_url(args: argparse.Namespace, console: Console) -> str:
-    """The admin identity's URL: ``--url``, else ``$OAM_ADMIN_URL``, else the embedded database."""
+    """The admin identity's URL: ``--url``, else ``$OAM_ADMIN_URL``, else the embedded database.
+
+    A ``postgresql://`` URL given with ``--url`` carries no password (``PGPASSWORD`` or
+    ``~/.pgpass`` do); an ``oracle://`` URL never does, its password is ``$OAM_ORACLE_PASSWORD``.
+    """
     given = getattr(args, "url", None)
     if given:
+        if is_oracle_admin_url(given):
+            return _checked_oracle_url(str(given), "--url")
         if url_has_password(given):
             raise UsageError(
                 "--url must not contain a password (the command line is visible to other local "
@@ -111,6 +139,8 @@ def admin_url(args: argparse.Namespace, console: Console) -> str:
         return str(given)
     from_env = os.environ.get(URL_ENV)
     if from_env:
+        if is_oracle_admin_url(from_env):
+            return _checked_oracle_url(from_env, URL_ENV)
         return from_env
     from oracleagentmemory import embedded
 

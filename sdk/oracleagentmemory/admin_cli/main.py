@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -22,8 +23,9 @@ from oracleagentmemory.admin_cli._common import (
     CliError,
     Console,
     UsageError,
+    is_oracle_admin_url,
 )
-from oracleagentmemory.errors import DatabaseUnavailableError
+from oracleagentmemory.errors import DatabaseUnavailableError, UnsupportedFeatureError
 
 Handler = Callable[[argparse.Namespace, Console], int]
 
@@ -70,8 +72,10 @@ def _common() -> argparse.ArgumentParser:
     """Options accepted before or after the command (``SUPPRESS``: later ones do not reset)."""
     common = _Parser(add_help=False, allow_abbrev=False)
     common.add_argument("--url", default=argparse.SUPPRESS, metavar="URL",
-                        help=f"postgresql:// URL of the admin identity, without a password "
-                             f"(default: ${URL_ENV}, else the embedded database)")
+                        help=f"postgresql:// or oracle:// (TLS; oracle+tcp:// plain) URL of "
+                             f"the admin identity, without a password (Oracle's comes from "
+                             f"$OAM_ORACLE_PASSWORD; default: ${URL_ENV}, else the embedded "
+                             f"database)")
     common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
                         help="hide progress messages")
     return common
@@ -306,10 +310,27 @@ def _refuse_secret_flags(argv: Sequence[str]) -> None:
             )
 
 
+_POSTGRESQL_ONLY = ("application", "idp")
+"""Commands with no Oracle counterpart (the database's own identity provider and application
+identities serve instead)."""
+
+
+def _refuse_on_oracle(args: argparse.Namespace) -> None:
+    """``application`` and ``idp`` on an Oracle URL: a usage error saying what to do instead."""
+    url = getattr(args, "url", None) or os.environ.get(URL_ENV)
+    if args.command not in _POSTGRESQL_ONLY or not is_oracle_admin_url(url):
+        return
+    from oracleagentmemory.engines.oracle import security_admin as oracle
+
+    reason = oracle.NO_APPLICATIONS if args.command == "application" \
+        else oracle.NO_IDENTITY_PROVIDERS
+    raise UsageError(f"oam-admin {args.command} has no Oracle counterpart: {reason}")
+
+
 def _unavailable(exc: DatabaseUnavailableError) -> str:
     """One line: what could not be reached, and the fix."""
     message = _one_line(exc)
-    if "oam-admin db start" in message:
+    if "oam-admin db start" in message or exc.hint is not None:
         return message
     return f"{message}; is the server running? (`oam-admin db start` starts the embedded one)"
 
@@ -338,6 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _refuse_secret_flags(arguments)
         args = parser.parse_args(arguments)
         console.quiet = bool(getattr(args, "quiet", False))
+        _refuse_on_oracle(args)
         handler: Handler = args.handler
         return handler(args, console)
     except _MissingCommand as exc:
@@ -349,7 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(exc.parser.format_usage())
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except UsageError as exc:
+    except (UsageError, UnsupportedFeatureError) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # --help

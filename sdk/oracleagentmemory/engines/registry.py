@@ -62,6 +62,7 @@ _ENTRIES: list[EngineEntry] = [
         name="oracle",
         engine_path="oracleagentmemory.engines.oracle.engine:OracleEngine",
         driver_modules=("oracledb",),
+        url_schemes=("oracle", "oracle+tcps", "oracle+tcp"),
     ),
 ]
 
@@ -85,8 +86,8 @@ def entry_for(source: object) -> EngineEntry:
     if isinstance(source, str):
         schemes = sorted({s for e in _ENTRIES if e.unavailable is None for s in e.url_schemes})
         raise InvalidArgumentError(
-            f"pool: a URL must start with {' or '.join(s + '://' for s in schemes)} (Oracle "
-            "takes a pool or connection from oracledb)", argument="pool")
+            f"pool: a URL must start with {' or '.join(s + '://' for s in schemes)}",
+            argument="pool")
     raise InvalidArgumentTypeError(
         "pool must be a psycopg Connection or psycopg_pool ConnectionPool, a postgresql:// URL, "
         f"or an oracledb connection or pool; got {type(source).__name__}", argument="pool")

@@ -258,6 +258,7 @@ class SecurityAdmin(ABC):
 
 _IMPLEMENTATIONS = {
     "postgresql": "oracleagentmemory.engines.postgres.security_admin:PostgresSecurityAdmin",
+    "oracle": "oracleagentmemory.engines.oracle.security_admin:OracleSecurityAdmin",
 }
 """Engine name (as registered in :mod:`oracleagentmemory.engines.registry`) -> its admin class."""
 
@@ -280,8 +281,9 @@ def security_admin_for(connection: object) -> SecurityAdmin:
     path = None if entry is None else _IMPLEMENTATIONS.get(entry.name)
     if path is None:
         raise InvalidArgumentTypeError(
-            "connection must be a psycopg Connection or a postgresql:// URL of the admin "
-            f"identity, got {type(connection).__name__}", argument="connection")
+            "connection must be a psycopg or oracledb Connection, or a postgresql:// or "
+            f"oracle:// URL of the admin identity, got {type(connection).__name__}",
+            argument="connection")
     module_name, class_name = path.split(":")
     implementation = getattr(importlib.import_module(module_name), class_name)
     admin = implementation.for_connection(connection)

@@ -25,6 +25,7 @@ from oracleagentmemory.engines.oracle.names import MAX_IDENTIFIER_BYTES, OracleO
 from oracleagentmemory.engines.oracle.schema_ops import scalar
 from oracleagentmemory.engines.oracle.schema_sql import current_schema
 from oracleagentmemory.engines.oracle.session import OracleSession
+from oracleagentmemory.engines.oracle.url import is_oracle_url, parse_oracle_url
 from oracleagentmemory.engines.oracle.verified_users import VerifiedUsers
 from oracleagentmemory.engines.scan_choices import ScanChoices
 from oracleagentmemory.errors import (
@@ -42,6 +43,10 @@ CAPABILITIES = EngineCapabilities(
 )
 
 
+URL_POOL_MIN = 0
+URL_POOL_MAX = 4
+"""Size of the pool the engine opens from an ``oracle://`` URL (no connection until used)."""
+
 SAVEPOINT = "oam_engine_session"
 """The savepoint an operation inside a caller's open transaction starts from."""
 
@@ -51,15 +56,17 @@ class OracleEngine(Engine):
 
     ``source`` is an ``oracledb.ConnectionPool`` (concurrent calls; a connection that fails
     mid-operation, or whose end-user context cannot be verified cleared, is dropped from the
-    pool) or an ``oracledb.Connection`` (single-session mode: calls are serialised). Oracle
-    takes no URL here: a pool carries the TLS wallet and access-token settings the caller chose.
+    pool), an ``oracledb.Connection`` (single-session mode: calls are serialised) or an
+    ``oracle://`` URL (:mod:`.url`), from which the engine opens a small pool of its own, closed
+    by :meth:`close` (a pool the caller builds carries any other settings, e.g. access tokens).
     """
 
     capabilities = CAPABILITIES
 
     @classmethod
     def accepts(cls, source: object) -> bool:
-        return isinstance(source, (oracledb.Connection, oracledb.ConnectionPool))
+        return isinstance(source, (oracledb.Connection, oracledb.ConnectionPool)) or \
+            is_oracle_url(source)
 
     @classmethod
     def recognises_context(cls, security_context: object) -> bool:
@@ -72,14 +79,20 @@ class OracleEngine(Engine):
         self.scan_choices = ScanChoices()
         self._poisoned = False
         self._login_schema: str | None = None
+        self._owns_pool = False
         if isinstance(source, oracledb.ConnectionPool):
             self._pool = source
         elif isinstance(source, oracledb.Connection):
             self._conn = source
+        elif is_oracle_url(source):
+            assert isinstance(source, str)
+            self._pool = oracledb.create_pool(**parse_oracle_url(source).connect_arguments(),
+                                              min=URL_POOL_MIN, max=URL_POOL_MAX, increment=1)
+            self._owns_pool = True
         else:
             raise InvalidArgumentTypeError(
-                "pool must be an oracledb ConnectionPool or Connection, got "
-                f"{type(source).__name__}", argument="pool")
+                "pool must be an oracledb ConnectionPool or Connection, or an oracle:// URL, "
+                f"got {type(source).__name__}", argument="pool")
 
     @contextmanager
     def session(self, names: StoreNames, security: Any | None = None) -> Iterator[OracleSession]:
@@ -194,4 +207,9 @@ class OracleEngine(Engine):
                 raise
 
     def close(self) -> None:
-        """Borrowed pools and connections stay open: the caller owns them."""
+        """Close the pool opened from a URL; borrowed pools and connections stay open (the
+        caller owns them)."""
+        if self._owns_pool and self._pool is not None:
+            self._owns_pool = False
+            with contextlib.suppress(oracledb.Error):
+                self._pool.close(force=True)
