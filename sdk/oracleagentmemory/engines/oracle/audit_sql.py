@@ -53,10 +53,13 @@ table refuses a distributed transaction).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES
+from oracleagentmemory.engines.oracle.binds import timestamp_bind, utc_timestamp_sql
 from oracleagentmemory.engines.oracle.names import OracleObjects, normalise, qualified, quote
+from oracleagentmemory.engines.write_audit import ChainEntry, CheckpointRow
 
 Statement = tuple[str, dict[str, Any]]
 """A statement's SQL text and its named bind values."""
@@ -406,19 +409,29 @@ SEAL_TIME: Statement = (
 """The database clock in UTC, to the millisecond, and the session's login."""
 
 
-def insert_chain(o: OracleObjects) -> str:
-    """One chain entry (``executemany`` with ``audit_id, prev_id, row_hash, checkpoint_seq``)."""
+def insert_chain(o: OracleObjects,
+                 entries: Sequence[ChainEntry]) -> tuple[str, list[dict[str, Any]]]:
+    """The chain entries of one seal (``executemany``: one bind mapping per entry; declare
+    ``prev_id`` a number, it is ``NULL`` in the first entry of a store)."""
     return (f"INSERT INTO {chain_table(o)} (audit_id, prev_id, row_hash, checkpoint_seq) "
-            "VALUES (:audit_id, :prev_id, :row_hash, :checkpoint_seq)")
+            "VALUES (:audit_id, :prev_id, :row_hash, :checkpoint_seq)",
+            [{"audit_id": e.audit_id, "prev_id": e.prev_id, "row_hash": e.row_hash,
+              "checkpoint_seq": e.checkpoint_seq} for e in entries])
 
 
-def insert_checkpoint(o: OracleObjects) -> str:
-    """One checkpoint; ``sealed_at`` is bound as a UTC ``TIMESTAMP`` (``binds.timestamp_bind``)."""
+def insert_checkpoint(o: OracleObjects, checkpoint: CheckpointRow) -> Statement:
+    """One checkpoint; ``sealed_at`` is bound as a UTC ``TIMESTAMP`` (declare it
+    ``DB_TYPE_TIMESTAMP``: ``binds.timestamp_input_sizes``)."""
     return (
         f"INSERT INTO {checkpoint_table(o)} (seq, first_id, last_id, row_count, head_hash, "
         "prev_head, sealed_at, sealed_by, key_id, signature) VALUES (:seq, :first_id, "
-        ":last_id, :row_count, :head_hash, :prev_head, "
-        "FROM_TZ(CAST(:sealed_at AS TIMESTAMP), 'UTC'), :sealed_by, :key_id, :signature)")
+        f":last_id, :row_count, :head_hash, :prev_head, {utc_timestamp_sql('sealed_at')}, "
+        ":sealed_by, :key_id, :signature)",
+        {"seq": checkpoint.seq, "first_id": checkpoint.first_id, "last_id": checkpoint.last_id,
+         "row_count": checkpoint.row_count, "head_hash": checkpoint.head_hash,
+         "prev_head": checkpoint.prev_head, "sealed_at": timestamp_bind(checkpoint.sealed_at),
+         "sealed_by": checkpoint.sealed_by, "key_id": checkpoint.key_id,
+         "signature": checkpoint.signature})
 
 
 VERIFY_ROWS = (

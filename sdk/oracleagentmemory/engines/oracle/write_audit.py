@@ -38,7 +38,7 @@ import oracledb
 
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, StoreNames
 from oracleagentmemory.engines.oracle import audit_sql, schema_sql
-from oracleagentmemory.engines.oracle.binds import timestamp_bind, utc_from_fetch
+from oracleagentmemory.engines.oracle.binds import timestamp_input_sizes, utc_from_fetch
 from oracleagentmemory.engines.oracle.driver_errors import error_info, translate
 from oracleagentmemory.engines.oracle.names import OracleObjects
 from oracleagentmemory.engines.oracle.url import connect
@@ -338,20 +338,9 @@ class OracleWriteAuditAdmin(WriteAuditAdmin):
         with self._conn.cursor() as cur:
             try:
                 if entries:
-                    cur.setinputsizes(audit_id=oracledb.DB_TYPE_NUMBER,
-                                      prev_id=oracledb.DB_TYPE_NUMBER,
-                                      row_hash=oracledb.DB_TYPE_RAW,
-                                      checkpoint_seq=oracledb.DB_TYPE_NUMBER)
-                    cur.executemany(audit_sql.insert_chain(o), [
-                        {"audit_id": e.audit_id, "prev_id": e.prev_id, "row_hash": e.row_hash,
-                         "checkpoint_seq": e.checkpoint_seq} for e in entries])
-                cur.setinputsizes(sealed_at=oracledb.DB_TYPE_TIMESTAMP)
-                cur.execute(audit_sql.insert_checkpoint(o), {
-                    "seq": checkpoint.seq, "first_id": checkpoint.first_id,
-                    "last_id": checkpoint.last_id, "row_count": checkpoint.row_count,
-                    "head_hash": checkpoint.head_hash, "prev_head": checkpoint.prev_head,
-                    "sealed_at": timestamp_bind(checkpoint.sealed_at),
-                    "sealed_by": checkpoint.sealed_by, "key_id": checkpoint.key_id,
-                    "signature": checkpoint.signature})
+                    cur.setinputsizes(prev_id=oracledb.DB_TYPE_NUMBER)
+                    cur.executemany(*audit_sql.insert_chain(o, entries))
+                cur.setinputsizes(**timestamp_input_sizes("sealed_at"))
+                cur.execute(*audit_sql.insert_checkpoint(o, checkpoint))
             except oracledb.Error as exc:
                 raise self._error(exc) from exc
