@@ -105,15 +105,15 @@ def check_model_bytes(model_bytes: object) -> bytes:
         raise InvalidArgumentTypeError(
             f"model_bytes must be bytes, got {type(model_bytes).__name__}",
             argument="model_bytes")
-    data = bytes(model_bytes)
-    if not data:
+    size = model_bytes.nbytes if isinstance(model_bytes, memoryview) else len(model_bytes)
+    if size == 0:
         raise InvalidArgumentError("model_bytes is empty: an ONNX model file is needed",
                                    argument="model_bytes")
-    if len(data) > MAX_MODEL_BYTES:
+    if size > MAX_MODEL_BYTES:
         raise InvalidArgumentError(
-            f"the model is {len(data)} bytes; Oracle loads ONNX models of at most 1 GB "
+            f"the model is {size} bytes; Oracle loads ONNX models of at most 1 GB "
             f"({MAX_MODEL_BYTES} bytes)", argument="model_bytes")
-    return data
+    return bytes(model_bytes)
 
 
 # --- execution ------------------------------------------------------------------------------
