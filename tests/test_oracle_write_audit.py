@@ -67,6 +67,7 @@ def queries(o: OracleObjects) -> list[audit_sql.Statement]:
         audit_sql.insert_checkpoint(o, CHECKPOINT),
         *(audit_sql.verify_rows(o, s) for s in audit_sql.TABLE_SUFFIXES),
         *(audit_sql.row_at_position(o, s, (1, 3, 17)) for s in audit_sql.TABLE_SUFFIXES),
+        audit_sql.compile_errors(o, "ST_MEMORY_AUDIT_TRG"),
     ]
 
 
@@ -225,6 +226,18 @@ def test_the_truncate_trigger_logs_only_the_stores_tables_in_its_own_transaction
     assert trigger.endswith("'truncate', CASE ORA_DICT_OBJ_NAME " + " ".join(
         f"WHEN 'ST_{t.upper()}' THEN '{t}'" for t in MANAGED_TABLES) +
         " END, v_user, SYS_CONTEXT('USERENV', 'SESSION_USER'), v_tx); COMMIT; END IF; END;")
+
+
+def test_a_compilation_error_names_the_plsql_object_it_came_from() -> None:
+    o = objects()
+    created = [oracle_audit._created_name(s) for s in audit_sql.install_statements(o)[1:]]
+    assert created == ["ST_WRITE_AUDIT_TX", "ST_WRITE_AUDIT_TX",
+                       *(f"ST_{t.upper()}_AUDIT_TRG" for t in MANAGED_TABLES),
+                       "ST_WRITE_AUDIT_TRUNCATE_TRG"]
+    assert oracle_audit._created_name(audit_sql.install_statements(o)[0]) is None
+    sql, binds = audit_sql.compile_errors(o, "ST_MEMORY_AUDIT_TRG")
+    assert isinstance(sqlglot.parse_one(sql, read="oracle"), exp.Select)
+    assert binds == {"owner": "OAM_OWNER", "name": "ST_MEMORY_AUDIT_TRG"}
 
 
 def test_trigger_names_cover_every_table_and_the_truncate_trigger() -> None:

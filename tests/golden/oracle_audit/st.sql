@@ -120,5 +120,8 @@ SELECT audit_id FROM "OAM_OWNER"."ST_WRITE_AUDIT_CHAIN" WHERE ORABCTAB_INST_ID$ 
 SELECT seq FROM "OAM_OWNER"."ST_WRITE_AUDIT_CHECKPOINT" WHERE ORABCTAB_INST_ID$ = :instance_id AND ORABCTAB_CHAIN_ID$ = :chain_id AND ORABCTAB_SEQ_NUM$ = :seq_num
 -- binds: [('chain_id', 3), ('instance_id', 1), ('seq_num', 17)];
 
+SELECT line, position, text FROM all_errors WHERE owner = :owner AND name = :name ORDER BY sequence FETCH FIRST 5 ROWS ONLY
+-- binds: [('name', 'ST_MEMORY_AUDIT_TRG'), ('owner', 'OAM_OWNER')];
+
 INSERT INTO "OAM_OWNER"."ST_WRITE_AUDIT_CHAIN" (audit_id, prev_id, row_hash, checkpoint_seq) VALUES (:audit_id, :prev_id, :row_hash, :checkpoint_seq)
 -- binds (executemany): [[('audit_id', 8), ('checkpoint_seq', 3), ('prev_id', 7), ('row_hash', b'\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01')], [('audit_id', 9), ('checkpoint_seq', 3), ('prev_id', 8), ('row_hash', b'\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02')]];

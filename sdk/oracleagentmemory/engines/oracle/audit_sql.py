@@ -337,8 +337,19 @@ DDL_LOCK_TIMEOUT_SECONDS = 10
 
 
 def ddl_lock_timeout(seconds: int = DDL_LOCK_TIMEOUT_SECONDS) -> str:
-    """``ALTER SESSION SET DDL_LOCK_TIMEOUT``: a trigger's DDL waits this long for writers."""
+    """``ALTER SESSION SET DDL_LOCK_TIMEOUT``: a trigger's DDL waits this long for writers
+    (``0``, Oracle's default, is set again afterwards)."""
     return f"ALTER SESSION SET DDL_LOCK_TIMEOUT = {int(seconds)}"
+
+
+def compile_errors(o: OracleObjects, object_name: str) -> Statement:
+    """The first compilation errors of one PL/SQL object of the owner (``line, position,
+    text``): python-oracledb reports "success with compilation error" (ORA-24344) as
+    ``Cursor.warning``, not as an exception, and an invalid trigger fails every write to its
+    table (ORA-04098)."""
+    return ("SELECT line, position, text FROM all_errors WHERE owner = :owner "
+            "AND name = :name ORDER BY sequence FETCH FIRST 5 ROWS ONLY",
+            {"owner": o.owner, "name": object_name})
 
 
 _ROW = ("a.id, SYS_EXTRACT_UTC(a.tx_time), SYS_EXTRACT_UTC(a.clock_time), a.operation, "

@@ -29,6 +29,7 @@ was checked offline.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -81,6 +82,15 @@ def _utc(value: Any) -> datetime:
     moment = utc_from_fetch(value)
     assert moment is not None
     return moment
+
+
+_CREATED = re.compile(r'CREATE OR REPLACE (?:PACKAGE BODY|PACKAGE|TRIGGER) "[^"]+"\."([^"]+)"')
+
+
+def _created_name(sql: str) -> str | None:
+    """The unquoted name of the PL/SQL object a ``CREATE OR REPLACE`` statement creates."""
+    match = _CREATED.match(sql)
+    return None if match is None else match[1]
 
 
 def _checkpoint(values: Sequence[Any]) -> CheckpointRow:
@@ -138,8 +148,31 @@ class OracleWriteAuditAdmin(WriteAuditAdmin):
                 raise self._error(exc) from exc
             return cur.fetchall() if cur.description else []
 
-    def _ddl(self, sql: str) -> None:
-        self._execute((sql, {}))
+    def _ddl(self, sql: str) -> str | None:
+        """Run one DDL statement; the driver's warning, if any (a PL/SQL compilation error)."""
+        with self._conn.cursor() as cur:
+            try:
+                cur.execute(sql)
+            except oracledb.Error as exc:
+                raise self._error(exc) from exc
+            warning = cur.warning
+        return None if warning is None else str(warning)
+
+    def _plsql(self, o: OracleObjects, sql: str) -> None:
+        """Create a PL/SQL object; on a compilation error drop every audit trigger again (an
+        invalid trigger would fail every write, ORA-04098) and raise with Oracle's errors."""
+        warning = self._ddl(sql)
+        if warning is None:
+            return
+        name = _created_name(sql)
+        errors = self._execute(audit_sql.compile_errors(o, name)) if name else []
+        for statement in audit_sql.drop_trigger_statements(o):
+            self._ddl(statement)
+        details = "; ".join(f"line {line}, column {position}: {str(text).strip()}"
+                            for line, position, text in errors) or warning
+        raise DatabaseError(
+            f"the write audit's {name or 'PL/SQL'} did not compile, so its triggers were "
+            f"removed and writes continue unaudited: {details}")
 
     def _error(self, exc: oracledb.Error, what: str = "") -> Exception:
         code = error_info(exc).code
@@ -196,22 +229,34 @@ class OracleWriteAuditAdmin(WriteAuditAdmin):
                 f"{', '.join(impostors)} in schema {o.owner} is an ordinary table, not the "
                 "write audit's blockchain table: rename or drop it, then enable the audit",
                 argument="memory_store_id")
-        self._ddl(audit_sql.ddl_lock_timeout())
         for suffix, statement in audit_sql.create_tables(o).items():
             if suffix not in present:
                 self._ddl(statement)
-        for statement in audit_sql.install_statements(o):
-            self._ddl(statement)
+        with self._ddl_lock_timeout():
+            first, *plsql = audit_sql.install_statements(o)
+            self._ddl(first)  # the sequence
+            for statement in plsql:
+                self._plsql(o, statement)
         if ENABLE_MANDATORY_ACCESS_CONTROL:
             for statement in audit_sql.mandatory_access_control(o):
                 self._ddl(statement)
         self._execute(audit_sql.audit_event(o, "audit_enabled"))
 
+    @contextmanager
+    def _ddl_lock_timeout(self) -> Iterator[None]:
+        """Each trigger's DDL waits for in-flight writers of its table (bounded), then the
+        session's default (0: no wait) is restored."""
+        self._ddl(audit_sql.ddl_lock_timeout())
+        try:
+            yield
+        finally:
+            self._ddl(audit_sql.ddl_lock_timeout(0))
+
     def remove_triggers(self, names: StoreNames) -> None:
         o = self._objects(names)
-        self._ddl(audit_sql.ddl_lock_timeout())
-        for statement in audit_sql.drop_trigger_statements(o):
-            self._ddl(statement)
+        with self._ddl_lock_timeout():
+            for statement in audit_sql.drop_trigger_statements(o):
+                self._ddl(statement)
         if audit_sql.AUDIT_SUFFIX in self._tables(o):
             self._execute(audit_sql.audit_event(o, "audit_disabled"))
 
