@@ -22,6 +22,11 @@ from oracleagentmemory.core.chunking import DEFAULT_CHUNKER, TextChunker
 from oracleagentmemory.core.embedders import HashingEmbedder
 from psycopg import sql
 
+POSTGRESQL_ONLY = (
+    "reads the chunk rows straight from PostgreSQL with psycopg (an Oracle twin needs an "
+    "engine-neutral row reader)")
+"""Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
+
 # --- helpers -------------------------------------------------------------------------------------
 
 
@@ -346,6 +351,7 @@ def assert_each_row_embeds_its_own_text(db: psycopg.Connection[Any],
         np.testing.assert_allclose(vector, embedder.embed([text])[0], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_chunker_splits_long_content_into_rows(
         make_store: StoreFactory, db: psycopg.Connection[Any],
         embedder: HashingEmbedder) -> None:
@@ -361,6 +367,7 @@ def test_store_chunker_splits_long_content_into_rows(
     assert store.get("memory", record_id).content == LONG_TEXT  # type: ignore[union-attr]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_chunker_splits_a_str_index_text(
         make_store: StoreFactory, db: psycopg.Connection[Any],
         embedder: HashingEmbedder) -> None:
@@ -372,6 +379,7 @@ def test_store_chunker_splits_a_str_index_text(
     assert_each_row_embeds_its_own_text(db, store, record_id, embedder)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_writes_caller_owned_chunks_as_is(
         make_store: StoreFactory, db: psycopg.Connection[Any],
         embedder: HashingEmbedder) -> None:
@@ -384,6 +392,7 @@ def test_store_writes_caller_owned_chunks_as_is(
     assert_each_row_embeds_its_own_text(db, store, record_id, embedder)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_keeps_one_row_for_a_single_explicit_vector(
         make_store: StoreFactory, db: psycopg.Connection[Any],
         embedder: HashingEmbedder) -> None:
@@ -397,6 +406,7 @@ def test_store_keeps_one_row_for_a_single_explicit_vector(
     np.testing.assert_allclose(stored, vector, rtol=1e-6)  # type: ignore[arg-type]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_without_chunker_never_splits(
         make_store: StoreFactory, db: psycopg.Connection[Any],
         embedder: HashingEmbedder) -> None:
@@ -409,6 +419,7 @@ def test_store_without_chunker_never_splits(
     assert_each_row_embeds_its_own_text(db, store, record_id, embedder)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_default_chunker_keeps_a_1000_character_text_whole(
         make_store: StoreFactory, db: psycopg.Connection[Any],
         embedder: HashingEmbedder) -> None:
@@ -422,6 +433,7 @@ def test_store_default_chunker_keeps_a_1000_character_text_whole(
     assert_each_row_embeds_its_own_text(db, store, record_id, embedder)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_default_chunker_splits_a_5000_character_text(
         make_store: StoreFactory, db: psycopg.Connection[Any],
         embedder: HashingEmbedder) -> None:
@@ -438,6 +450,7 @@ def test_store_default_chunker_splits_a_5000_character_text(
     assert_each_row_embeds_its_own_text(db, store, record_id, embedder)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_update_rechunks_new_content(
         make_store: StoreFactory, db: psycopg.Connection[Any],
         embedder: HashingEmbedder) -> None:
@@ -450,6 +463,7 @@ def test_store_update_rechunks_new_content(
     assert_each_row_embeds_its_own_text(db, store, record_id, embedder)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_update_writes_a_caller_owned_index_text_list_as_is(
         make_store: StoreFactory, db: psycopg.Connection[Any],
         embedder: HashingEmbedder) -> None:

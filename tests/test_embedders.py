@@ -34,6 +34,10 @@ from oracleagentmemory.core.embedders import (
     OpenAICompatibleEmbedder,
 )
 
+POSTGRESQL_ONLY = (
+    "reads the embedding column's dimension from pg_attribute (PostgreSQL catalog)")
+"""Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
+
 PIZZA = "Alice loves pizza with mushrooms and olives"
 PIZZA_TOO = "pizza with olives is what Alice orders every friday"
 TAXES = "the quarterly tax report is due to the accountant"
@@ -186,6 +190,7 @@ def embedding_column_dimension(pg_url: str, store: OracleDBMemoryStore) -> int:
 
 
 @pytest.mark.parametrize("strategy", [SearchStrategy.VECTOR, SearchStrategy.HYBRID])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_vector_dim_defaults_to_the_embedding_dimension(
         make_store: StoreFactory, pg_url: str, strategy: SearchStrategy) -> None:
     store = make_store(embedder=HashingEmbedder(dimension=48), search_strategy=strategy)
@@ -194,6 +199,7 @@ def test_vector_dim_defaults_to_the_embedding_dimension(
     assert embedding_column_dimension(pg_url, store) == 48
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_vector_dim_defaults_to_the_embedding_dimension_without_a_strategy(
         make_store: StoreFactory, pg_url: str) -> None:
     store = make_store(embedder=HashingEmbedder(dimension=24))

@@ -23,6 +23,11 @@ from oracleagentmemory.engines import make_engine
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE, store_names
 from oracleagentmemory.engines.postgres.ddl import LATEST_SCHEMA_VERSION
 
+POSTGRESQL_ONLY = (
+    "inspects or alters the PostgreSQL schema directly (psycopg, pg_catalog, to_regclass, the "
+    "postgres engine's DDL)")
+"""Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
+
 
 # --- helpers ------------------------------------------------------------------------------
 def _tables(pg_url: str, store_id: str) -> set[str]:
@@ -114,6 +119,7 @@ def _create_at_version(pg_url: str, store_id: str, version: int, vector_dim: int
 
 
 # --- REQUIRE_EXISTING ---------------------------------------------------------------------
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_require_existing_on_missing_store_raises_and_creates_nothing(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -146,6 +152,7 @@ def test_require_existing_opens_a_complete_store_and_reads_its_data(
 
 
 @pytest.mark.parametrize("dropped", ["memory_link", "record_chunks", "thread_summary"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_require_existing_names_the_missing_table(
     make_store: StoreFactory, pg_url: str, dropped: str
 ) -> None:
@@ -156,6 +163,7 @@ def test_require_existing_names_the_missing_table(
     assert dropped not in _tables(pg_url, store_id)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_require_existing_reports_a_missing_registry_row(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -165,6 +173,7 @@ def test_require_existing_reports_a_missing_registry_row(
         make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_require_existing_on_an_outdated_version_says_how_to_upgrade(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -215,6 +224,7 @@ def test_require_existing_without_search_strategy_detects_the_stored_mode(
 
 
 # --- CREATE_IF_EMPTY ----------------------------------------------------------------------
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_create_if_empty_creates_a_new_store(make_store: StoreFactory, pg_url: str) -> None:
     store_id = new_store_id()
     store = make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.CREATE_IF_EMPTY)
@@ -236,6 +246,7 @@ def test_create_if_empty_opens_a_complete_store_without_changing_it(
     assert record is not None and record.content == "kept"
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_create_if_empty_on_an_incomplete_store_names_what_is_missing(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -246,6 +257,7 @@ def test_create_if_empty_on_an_incomplete_store_names_what_is_missing(
     assert "document" not in _tables(pg_url, store_id)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_create_if_empty_on_an_outdated_store_does_not_upgrade_it(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -258,6 +270,7 @@ def test_create_if_empty_on_an_outdated_store_does_not_upgrade_it(
 
 
 # --- CREATE_IF_NECESSARY ------------------------------------------------------------------
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_create_if_necessary_recreates_a_dropped_table_and_keeps_other_data(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -274,6 +287,7 @@ def test_create_if_necessary_recreates_a_dropped_table_and_keeps_other_data(
     make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_create_if_necessary_upgrades_a_store_created_at_an_earlier_version(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -309,6 +323,7 @@ def test_create_if_necessary_upgrades_a_store_created_at_an_earlier_version(
     make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_create_if_necessary_adds_vector_storage_when_vector_dim_is_given_later(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -331,6 +346,7 @@ def test_create_if_necessary_adds_vector_storage_when_vector_dim_is_given_later(
     assert {r.id for r in reopened.list("memory")} == {"m1", "m2"}
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_create_if_necessary_rejects_a_different_stored_vector_dimension(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -350,6 +366,7 @@ def test_create_if_necessary_without_vector_dim_keeps_the_stored_dimension(
 
 
 # --- RECREATE -----------------------------------------------------------------------------
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_recreate_drops_the_data_and_leaves_a_usable_store(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -368,6 +385,7 @@ def test_recreate_drops_the_data_and_leaves_a_usable_store(
     assert record is not None and record.content == "fresh"
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_recreate_can_change_the_vector_dimension(make_store: StoreFactory, pg_url: str) -> None:
     store_id = make_store(vector_dim=3)._names.store_key
     recreated = make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.RECREATE,
@@ -376,6 +394,7 @@ def test_recreate_can_change_the_vector_dimension(make_store: StoreFactory, pg_u
     assert _embedding_dim(pg_url, f"{store_id}_record_chunks") == 5
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_recreate_leaves_other_stores_untouched(make_store: StoreFactory, pg_url: str) -> None:
     mine = make_store()
     other = make_store()
@@ -386,6 +405,7 @@ def test_recreate_leaves_other_stores_untouched(make_store: StoreFactory, pg_url
     assert _registry(pg_url, other._names.store_key) is not None
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_recreate_creates_a_store_that_did_not_exist(make_store: StoreFactory, pg_url: str) -> None:
     store_id = new_store_id()
     make_store(memory_store_id=store_id, schema_policy=SchemaPolicy.RECREATE)
@@ -393,6 +413,7 @@ def test_recreate_creates_a_store_that_did_not_exist(make_store: StoreFactory, p
 
 
 # --- NO_CHECK -----------------------------------------------------------------------------
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_no_check_outside_an_end_user_context_is_refused_and_creates_nothing(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -403,6 +424,7 @@ def test_no_check_outside_an_end_user_context_is_refused_and_creates_nothing(
     assert _registry(pg_url, store_id) is None
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_no_check_does_not_repair_an_incomplete_store(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -418,6 +440,7 @@ def test_no_check_does_not_repair_an_incomplete_store(
     "policy",
     [SchemaPolicy.REQUIRE_EXISTING, SchemaPolicy.CREATE_IF_EMPTY, SchemaPolicy.CREATE_IF_NECESSARY],
 )
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_a_schema_version_newer_than_the_sdk_fails_clearly(
     make_store: StoreFactory, pg_url: str, policy: SchemaPolicy
 ) -> None:
@@ -449,6 +472,7 @@ def test_plain_string_no_check_is_parsed_as_no_check(make_store: StoreFactory) -
         make_store(memory_store_id=created._names.store_key, schema_policy="no_check")
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_plain_string_create_if_necessary_creates_the_store(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -488,6 +512,7 @@ def _run_at_once(count: int, action: Callable[[], object]) -> list[BaseException
 
 
 @pytest.mark.parametrize("vector_dim", [None, 3])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_concurrent_create_if_necessary_on_a_new_store_all_succeed(
     make_store: StoreFactory, pg_url: str, vector_dim: int | None
 ) -> None:
@@ -505,6 +530,7 @@ def test_concurrent_create_if_necessary_on_a_new_store_all_succeed(
     assert store.vector_dim == vector_dim
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_upgrading_to_version_4_puts_the_owner_into_every_key(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -539,6 +565,7 @@ def test_upgrading_to_version_4_puts_the_owner_into_every_key(
     assert upgraded.list_relations() == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_upgrading_to_version_5_moves_the_embeddings_into_the_scope_index(
     make_store: StoreFactory, pg_url: str
 ) -> None:

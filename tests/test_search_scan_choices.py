@@ -9,6 +9,10 @@ from oracleagentmemory.engines import scan_choices
 from oracleagentmemory.engines.postgres import search
 from oracleagentmemory.engines.scan_choices import ScanChoices
 
+POSTGRESQL_ONLY = (
+    "patches the postgres engine's search module (PostgreSQL's exact-or-HNSW choice)")
+"""Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
+
 
 def _load(store: OracleDBMemoryStore, users: dict[str, int]) -> np.ndarray:
     rng = np.random.default_rng(7)
@@ -19,6 +23,7 @@ def _load(store: OracleDBMemoryStore, users: dict[str, int]) -> np.ndarray:
     return vectors
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_a_remembered_choice_is_reused_until_it_expires(
         vector_store: OracleDBMemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
     _load(vector_store, {"u1": 30, "u2": 5})
@@ -47,6 +52,7 @@ def test_a_remembered_choice_is_reused_until_it_expires(
 
 
 @pytest.mark.parametrize("remembered", [True, False])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_a_wrong_remembered_choice_still_returns_the_exact_results(
         vector_store: OracleDBMemoryStore, remembered: bool) -> None:
     """Whatever the remembered choice, the results equal a fresh exact search."""

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import psycopg
+import pytest
 from conftest import StoreFactory
 from oracleagentmemory.core import OracleDBMemoryStore
 from oracleagentmemory.engines.interfaces import SearchPlan
@@ -17,6 +18,10 @@ from oracleagentmemory.engines.postgres import search as pg_search
 from oracleagentmemory.engines.postgres.ddl import SCOPED_VECTOR_MAX_DIM
 from pgvector.psycopg import register_vector
 from psycopg import sql
+
+POSTGRESQL_ONLY = (
+    "checks PostgreSQL's scope index and query plan (pg_indexes, EXPLAIN, VACUUM)")
+"""Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
 
 Matrix = npt.NDArray[np.float32]
 
@@ -74,6 +79,7 @@ def _explain_scoped(pg_url: str, store: OracleDBMemoryStore, user: str, query: M
     return "\n".join(str(r[0]) for r in rows)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_a_small_dimension_store_carries_the_embedding_in_its_scope_index(
         make_store: StoreFactory, pg_url: str) -> None:
     store = make_store(vector_dim=3)
@@ -85,6 +91,7 @@ def test_a_small_dimension_store_carries_the_embedding_in_its_scope_index(
     assert store._names.object_name("record_chunks_scope_ix") not in indexes
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_a_large_dimension_store_keeps_the_version_3_scope_index(
         make_store: StoreFactory, pg_url: str) -> None:
     dim = SCOPED_VECTOR_MAX_DIM + 1  # does not fit a B-tree entry with the largest ids
@@ -109,6 +116,7 @@ def test_the_largest_ids_fit_the_scope_index_at_the_largest_dimension(
     assert _search_ids(store, vector, user, 1) == [record_id]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_the_scoped_search_reads_a_users_vectors_from_the_index_alone(
         make_store: StoreFactory, pg_url: str) -> None:
     dim = 16

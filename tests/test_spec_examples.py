@@ -28,6 +28,11 @@ from oracleagentmemory.apis import (
 from oracleagentmemory.core import OracleDBMemoryStore
 from psycopg import sql
 
+POSTGRESQL_ONLY = (
+    "reads the stored rows straight from PostgreSQL with psycopg (an Oracle twin needs an "
+    "engine-neutral row reader)")
+"""Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
+
 
 @pytest.fixture
 def db(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
@@ -44,6 +49,7 @@ def _rows(db: psycopg.Connection[Any], store: OracleDBMemoryStore, table: str,
 
 
 # --- OracleDBMemoryStore.add ---------------------------------------------------------------
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_with_record_id(store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     assert store.add(
         ["Index this stored text"],
@@ -58,6 +64,7 @@ def test_add_with_record_id(store: OracleDBMemoryStore, db: psycopg.Connection[A
                  ["mem-db-add-docs"]) == [("Index this stored text",)]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_with_index_texts(store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     assert store.add(
         ["Stored text"],
@@ -71,6 +78,7 @@ def test_add_with_index_texts(store: OracleDBMemoryStore, db: psycopg.Connection
                  ["mem-db-index-text-docs"]) == [("Search this text",)]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_with_timestamp_anchored_ttl(store: OracleDBMemoryStore,
                                          db: psycopg.Connection[Any]) -> None:
     assert store.add(

@@ -19,6 +19,11 @@ from oracleagentmemory.core import (
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE
 from oracleagentmemory.errors import DatabaseError
 
+POSTGRESQL_ONLY = (
+    "uses PostgreSQL sources or catalogs directly (psycopg connections and pools, postgresql://"
+    " URLs, pg_class, pg_attribute, schemas)")
+"""Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
+
 OWNER_SCHEMA = "owner_x"
 
 
@@ -115,6 +120,7 @@ def borrowed_pool(pg_url: str) -> Iterator[psycopg_pool.ConnectionPool[psycopg.C
     lambda: "A" + new_store_id().replace("_", "B"),
     lambda: new_store_id() + "_",
 ], ids=["sixteen_chars", "mixed_case_letters_digits", "trailing_underscore"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_valid_memory_store_ids_are_accepted(
     make_store: StoreFactory, pg_url: str, make_id: Callable[[], str]
 ) -> None:
@@ -140,6 +146,7 @@ def test_non_string_memory_store_id_is_a_type_error(pg_url: str, store_id: objec
                             memory_store_id=store_id)  # type: ignore[arg-type]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_memory_store_id_is_case_insensitive(make_store: StoreFactory, pg_url: str) -> None:
     lower = new_store_id()
     mixed = lower.upper()[:1] + lower[1:] + "Ab"
@@ -265,6 +272,7 @@ def test_schema_owner_without_the_store_fails_and_creates_nothing(
     assert _tables(pg_url, f"{store_id}_") == set()
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_schema_owner_does_not_see_a_store_of_the_default_schema(
     open_store: Opener, make_store: StoreFactory, owner_schema: str
 ) -> None:
@@ -314,6 +322,7 @@ def test_other_search_index_sync_modes_are_accepted_with_keyword_search(
 
 
 # --- vector_dim and the embedder ------------------------------------------------------------
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_vector_dim_defaults_to_the_embedder_dimension(
     make_store: StoreFactory, pg_url: str
 ) -> None:
@@ -379,6 +388,7 @@ def test_non_integer_vector_dim_is_a_type_error(open_store: Opener, dim: object)
 
 # --- pools ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("autocommit", [False, True])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_a_raw_connection_serialises_calls_from_many_threads(
     make_store: StoreFactory, pg_url: str, autocommit: bool
 ) -> None:
@@ -393,6 +403,7 @@ def test_a_raw_connection_serialises_calls_from_many_threads(
     assert row == (40,)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_a_connection_pool_serves_concurrent_calls(
     make_store: StoreFactory,
     borrowed_pool: psycopg_pool.ConnectionPool[psycopg.Connection[object]],
@@ -403,6 +414,7 @@ def test_a_connection_pool_serves_concurrent_calls(
     assert len(store.list("memory", limit=None)) == 40
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_a_postgresql_url_opens_a_working_store(make_store: StoreFactory, pg_url: str) -> None:
     assert pg_url.startswith("postgresql://")
     store = make_store(pool=pg_url)

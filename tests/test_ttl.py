@@ -21,6 +21,11 @@ from oracleagentmemory.core import (
 )
 from psycopg import sql
 
+POSTGRESQL_ONLY = (
+    "reads expiry times or counts rows straight from PostgreSQL with psycopg, or sets a "
+    "PostgreSQL session time zone")
+"""Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
+
 StoreFactory = Callable[..., OracleDBMemoryStore]
 TS = TimeToLiveAnchor.TIMESTAMP
 DAY = timedelta(days=1)
@@ -80,6 +85,7 @@ def visible_ids(store: OracleDBMemoryStore, record_type: str = "memory") -> set[
 
 # --- anchors ------------------------------------------------------------------------------
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_ttl_days_counts_from_creation_time_by_default(
         store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["short"], "memory", record_ids="m", ttl_days=3,
@@ -89,6 +95,7 @@ def test_ttl_days_counts_from_creation_time_by_default(
     assert store.get("memory", "m") is not None
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_created_at_anchor_can_be_named(store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["short"], "memory", record_ids="m", ttl_days=2,
               ttl_anchor=TimeToLiveAnchor.CREATED_AT)
@@ -110,6 +117,7 @@ def test_created_at_anchor_can_be_named(store: OracleDBMemoryStore, pg_url: str)
                      id="fraction-and-negative-offset"),
     ],
 )
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_timestamp_anchor_counts_from_the_event_time(
         store: OracleDBMemoryStore, pg_url: str, timestamp: str, event_utc: datetime) -> None:
     store.add(["event"], "memory", record_ids="m", timestamps=timestamp, ttl_days=7,
@@ -119,6 +127,7 @@ def test_timestamp_anchor_counts_from_the_event_time(
     assert row.expires_at == event_utc + 7 * DAY
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_anchors_and_ttls_align_per_record(store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["a", "b"], "memory", record_ids=["a", "b"], ttl_days=[1, 5],
               timestamps="2099-06-01T00:00:00+00:00",
@@ -128,12 +137,14 @@ def test_anchors_and_ttls_align_per_record(store: OracleDBMemoryStore, pg_url: s
     assert b.expires_at == b.created_at + 5 * DAY
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_anchor_accepts_the_enum_value_string(store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["a"], "memory", record_ids="a", ttl_days=1, ttl_anchor="timestamp",
               timestamps="2099-06-01T00:00:00+00:00")
     assert times(pg_url, store, "a").expires_at == datetime(2099, 6, 2, tzinfo=timezone.utc)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_without_ttl_a_record_never_expires(store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["kept"], "memory", record_ids="omitted")
     store.add(["kept"], "memory", record_ids="none", ttl_days=None)
@@ -141,6 +152,7 @@ def test_without_ttl_a_record_never_expires(store: OracleDBMemoryStore, pg_url: 
     assert times(pg_url, store, "none").expires_at is None
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_messages_expire_too(store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["hi"], "message", record_ids="msg", thread_ids="t", ttl_days=2)
     row = times(pg_url, store, "msg", table="message")
@@ -249,6 +261,7 @@ def test_retention_config_values_are_checked() -> None:
 
 # --- MemoryRetentionConfig ----------------------------------------------------------------
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_default_ttl_is_used_when_ttl_days_is_omitted(
         make_store: StoreFactory, pg_url: str) -> None:
     store = make_store(memory_retention_config=MemoryRetentionConfig(default_ttl_days=5))
@@ -265,6 +278,7 @@ def test_default_ttl_is_used_when_ttl_days_is_omitted(
     assert msg.expires_at == msg.created_at + 5 * DAY
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_values_above_the_maximum_are_clamped_with_a_warning(
         make_store: StoreFactory, pg_url: str) -> None:
     store = make_store(memory_retention_config=MemoryRetentionConfig(max_ttl_days=10))
@@ -279,6 +293,7 @@ def test_values_above_the_maximum_are_clamped_with_a_warning(
     assert row.expires_at == row.created_at + 10 * DAY
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_clamps_to_the_maximum_with_a_warning(
         make_store: StoreFactory, pg_url: str) -> None:
     store = make_store(memory_retention_config=MemoryRetentionConfig(max_ttl_days=4))
@@ -289,6 +304,7 @@ def test_update_clamps_to_the_maximum_with_a_warning(
     assert row.expires_at == row.created_at + 4 * DAY
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_ttl_none_uses_the_maximum_when_one_is_set(
         make_store: StoreFactory, pg_url: str) -> None:
     store = make_store(memory_retention_config=MemoryRetentionConfig(max_ttl_days=10))
@@ -299,6 +315,7 @@ def test_ttl_none_uses_the_maximum_when_one_is_set(
         assert row.expires_at == row.created_at + 10 * DAY
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_ttl_none_never_expires_without_a_maximum(
         make_store: StoreFactory, pg_url: str) -> None:
     store = make_store(memory_retention_config=MemoryRetentionConfig(default_ttl_days=3))
@@ -314,6 +331,7 @@ def test_store_reports_its_retention_config(make_store: StoreFactory) -> None:
 
 # --- update -------------------------------------------------------------------------------
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_ttl_recomputes_expiry_from_creation(
         store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["a"], "memory", record_ids="m", ttl_days=1)
@@ -322,6 +340,7 @@ def test_update_ttl_recomputes_expiry_from_creation(
     assert row.expires_at == row.created_at + 30 * DAY
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_can_revive_an_expired_unpurged_record(
         store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["old"], "memory", record_ids="m", timestamps=days_ago(3), ttl_days=1,
@@ -334,6 +353,7 @@ def test_update_can_revive_an_expired_unpurged_record(
     assert row.expires_at == row.created_at + 30 * DAY
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_ttl_none_clears_expiry(store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["old"], "memory", record_ids="m", timestamps=days_ago(3), ttl_days=1,
               ttl_anchor=TS)
@@ -342,6 +362,7 @@ def test_update_ttl_none_clears_expiry(store: OracleDBMemoryStore, pg_url: str) 
     assert store.get("memory", "m") is not None
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_without_ttl_arguments_keeps_expiry(
         store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["a"], "memory", record_ids="m", ttl_days=3, ttl_anchor=TS,
@@ -352,6 +373,7 @@ def test_update_without_ttl_arguments_keeps_expiry(
     assert times(pg_url, store, "m").expires_at == before
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_timestamp_anchor_uses_the_stored_event_time(
         store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["a"], "memory", record_ids="m", timestamps="2099-06-01T00:00:00+00:00")
@@ -359,6 +381,7 @@ def test_update_timestamp_anchor_uses_the_stored_event_time(
     assert times(pg_url, store, "m").expires_at == datetime(2099, 6, 3, tzinfo=timezone.utc)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_timestamp_anchor_prefers_the_timestamp_of_the_same_call(
         store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["a"], "memory", record_ids="m", timestamps="2099-06-01T00:00:00+00:00")
@@ -375,6 +398,7 @@ def test_update_timestamp_anchor_can_expire_a_record(store: OracleDBMemoryStore)
     assert store.list_thread_messages("t") == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_timestamp_anchor_needs_a_timestamp(store: OracleDBMemoryStore,
                                                    pg_url: str) -> None:
     store.add(["a"], "memory", record_ids="m", ttl_days=3)
@@ -387,6 +411,7 @@ def test_update_timestamp_anchor_needs_a_timestamp(store: OracleDBMemoryStore,
     assert times(pg_url, store, "m").expires_at == before
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_anchor_alone_uses_the_default_ttl(make_store: StoreFactory, pg_url: str) -> None:
     store = make_store(memory_retention_config=MemoryRetentionConfig(default_ttl_days=4))
     store.add(["a"], "memory", record_ids="m", timestamps="2099-06-01T00:00:00+00:00",
@@ -402,6 +427,7 @@ def test_update_of_a_missing_record_returns_zero(store: OracleDBMemoryStore) -> 
 
 # --- purge --------------------------------------------------------------------------------
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_purge_expired_removes_expired_rows_and_their_chunks(
         store: OracleDBMemoryStore, pg_url: str) -> None:
     store.add(["expired memory one", "expired memory two"], "memory", record_ids=["x1", "x2"],
@@ -444,6 +470,7 @@ def test_purge_with_nothing_expired_returns_zero(store: OracleDBMemoryStore) -> 
 
 # --- retention config in the schema registry ----------------------------------------------
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_explicit_config_updates_the_registry_and_omitted_keeps_it(
         make_store: StoreFactory, pg_url: str) -> None:
     first = make_store(memory_retention_config=MemoryRetentionConfig(default_ttl_days=5,
@@ -499,6 +526,7 @@ def test_retention_config_must_be_a_retention_config(make_store: StoreFactory) -
         make_store(memory_retention_config={"default_ttl_days": 3})
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_a_day_is_24_hours_whatever_the_session_time_zone(
         make_store: StoreFactory, pg_url: str) -> None:
     """add and update give the same expiry across a daylight-saving change (30 days of 24 h)."""

@@ -21,6 +21,11 @@ from oracleagentmemory.core import MemoryRetentionConfig, OracleDBMemoryStore
 from oracleagentmemory.errors import DuplicateRecordError
 from psycopg import sql
 
+POSTGRESQL_ONLY = (
+    "reads the stored and chunk rows straight from PostgreSQL with psycopg (an Oracle twin "
+    "needs an engine-neutral row reader)")
+"""Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
+
 LONG_TEXT = (
     "Alice prefers window seats on long flights. She flies to Lisbon every spring. "
     "Her loyalty number is stored in the travel profile. She dislikes red-eye departures."
@@ -130,6 +135,7 @@ def add_memory(store: OracleDBMemoryStore, record_id: str, content: str | None,
 
 
 @pytest.mark.parametrize("record_type", ["memory", "fact", "guideline", "preference", "message"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_without_index_texts_indexes_the_stored_content(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any], record_type: str) -> None:
     store.add(["Alice likes tea"], record_type=record_type, record_ids="r1", thread_ids="t1")
@@ -139,12 +145,14 @@ def test_add_without_index_texts_indexes_the_stored_content(
 
 
 @pytest.mark.parametrize("record_type", ["user_profile", "agent_profile"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_profile_indexes_its_content(store: OracleDBMemoryStore, db: psycopg.Connection[Any],
                                          record_type: str) -> None:
     store.add(["Speaks Portuguese"], record_type=record_type, record_ids="actor-1")
     assert chunk_texts(db, store, "actor-1") == ["Speaks Portuguese"]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_string_index_text_replaces_retrieval_text_but_not_content(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(store, "m1", "Full stored note", index_texts=["search handle"])
@@ -152,12 +160,14 @@ def test_add_string_index_text_replaces_retrieval_text_but_not_content(
     assert chunk_texts(db, store, "m1") == ["search handle"]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_string_index_text_may_be_chunked_by_the_store(
         chunking_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(chunking_store, "m1", "stored", index_texts=[LONG_TEXT])
     assert chunk_texts(db, chunking_store, "m1") == split_sentences(LONG_TEXT)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_content_is_chunked_by_the_store_when_chunking_is_configured(
         chunking_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(chunking_store, "m1", LONG_TEXT)
@@ -166,6 +176,7 @@ def test_add_content_is_chunked_by_the_store_when_chunking_is_configured(
     assert [r.chunk_no for r in rows] == [0, 1, 2, 3]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_list_index_text_writes_one_row_per_caller_chunk(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(store, "m1", "stored", index_texts=[["first chunk", "second chunk", "third"]])
@@ -177,6 +188,7 @@ def test_add_list_index_text_writes_one_row_per_caller_chunk(
     assert content_of(store, "memory", "m1") == "stored"
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_caller_owned_chunks_are_never_split_again(
         chunking_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -185,6 +197,7 @@ def test_add_caller_owned_chunks_are_never_split_again(
     assert embedder.calls == [[LONG_TEXT, "Second. Chunk."]]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_none_index_text_entry_uses_the_stored_content(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     store.add(["first content", "second content"], record_type="memory",
@@ -194,6 +207,7 @@ def test_add_none_index_text_entry_uses_the_stored_content(
 
 
 @pytest.mark.parametrize("index_text", ["", []], ids=["empty-string", "empty-chunk-list"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_empty_index_text_stores_content_without_retrieval_rows(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any], index_text: Any) -> None:
@@ -203,6 +217,7 @@ def test_add_empty_index_text_stores_content_without_retrieval_rows(
     assert embedder.calls == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_empty_content_is_stored_without_retrieval_rows(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -230,6 +245,7 @@ def test_add_caller_owned_chunks_must_be_strings(store: OracleDBMemoryStore) -> 
 # --- add(): explicit vectors ------------------------------------------------------------------
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_one_vector_covers_the_whole_retrieval_text(
         chunking_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -242,6 +258,7 @@ def test_add_one_vector_covers_the_whole_retrieval_text(
     assert embedder.calls == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_one_vector_covers_a_whole_string_index_text(
         chunking_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -252,12 +269,14 @@ def test_add_one_vector_covers_a_whole_string_index_text(
     assert embedder.calls == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_one_vector_accepts_a_numpy_array(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(vector_store, "m1", "note", embeddings=[np.array(V1, dtype=np.float64)])
     assert_vector(chunks(db, vector_store, "m1")[0].vector, V1)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_several_vectors_pair_with_caller_chunks(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -270,6 +289,7 @@ def test_add_several_vectors_pair_with_caller_chunks(
     assert embedder.calls == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_chunk_vectors_may_be_a_two_dimensional_array(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(vector_store, "m1", "stored", index_texts=[["alpha", "beta"]],
@@ -279,6 +299,7 @@ def test_add_chunk_vectors_may_be_a_two_dimensional_array(
     assert_vector(rows[1].vector, V2)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_one_vector_for_one_caller_chunk(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(vector_store, "m1", "stored", index_texts=[["only chunk"]], embeddings=[V1])
@@ -296,6 +317,7 @@ def test_add_one_vector_for_one_caller_chunk(
     ],
     ids=["fewer-vectors", "more-vectors", "one-vector-two-chunks"],
 )
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_vector_count_must_match_chunk_count(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
         chunk_list: list[str], vectors: list[list[float]]) -> None:
@@ -316,6 +338,7 @@ def test_add_several_vectors_need_a_chunk_list_index_text(
                          **kwargs)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_vectors_of_one_call_must_share_a_dimension(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     with pytest.raises(ValueError, match="embeddings.*same dimension"):
@@ -340,6 +363,7 @@ def test_add_vector_dimension_must_match_the_store(vector_store: OracleDBMemoryS
     [("", None), ("stored", [""]), ("stored", [[]])],
     ids=["empty-content", "empty-index-text", "empty-chunk-list"],
 )
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_empty_vector_payload_is_allowed_without_retrieval_text(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any], content: str,
         index_texts: Any) -> None:
@@ -358,6 +382,7 @@ def test_add_empty_vector_payload_is_rejected_with_retrieval_text(
         vector_store.add(["stored"], record_type="memory", embeddings=[[]], **kwargs)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_one_vector_without_retrieval_text_is_stored_without_chunk_text(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(vector_store, "m1", "", embeddings=[V1])
@@ -366,6 +391,7 @@ def test_add_one_vector_without_retrieval_text_is_stored_without_chunk_text(
     assert_vector(rows[0].vector, V1)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_explicit_vectors_do_not_call_the_embedder(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -377,6 +403,7 @@ def test_add_explicit_vectors_do_not_call_the_embedder(
 
 
 @pytest.mark.parametrize("explicit_none", [False, True], ids=["omitted", "embeddings-none"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_without_embeddings_uses_the_embedder(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any], explicit_none: bool) -> None:
@@ -393,6 +420,7 @@ def test_add_without_embeddings_uses_the_embedder(
         assert_vector(row.vector, vector)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_without_embedder_stores_rows_without_vectors(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(vector_store, "m1", "no embedder here")
@@ -415,6 +443,7 @@ def test_add_without_embedder_stores_rows_without_vectors(
     ids=["nan", "inf", "empty-chunk-vector", "nested-list-chunk-vector", "2d-chunk-vector",
          "non-numeric", "string"],
 )
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_rejects_malformed_vectors(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any], index_texts: Any,
         payload: Any, error: type[Exception], match: str) -> None:
@@ -429,6 +458,7 @@ def test_add_embeddings_must_align_with_contents(vector_store: OracleDBMemorySto
         vector_store.add(["a", "b"], record_type="memory", embeddings=[V1])
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_embeddings_rejected_on_a_store_without_vector_storage(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     with pytest.raises(ValueError, match="embeddings.*vector"):
@@ -439,6 +469,7 @@ def test_add_embeddings_rejected_on_a_store_without_vector_storage(
 # --- add(): content entries -------------------------------------------------------------------
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_none_content_falls_back_to_metadata_content(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(store, "m1", None, metadata={"content": "from metadata", "source": "import"})
@@ -446,6 +477,7 @@ def test_add_none_content_falls_back_to_metadata_content(
     assert chunk_texts(db, store, "m1") == ["from metadata"]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_empty_string_content_is_kept_despite_metadata_content(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(store, "m1", "", metadata={"content": "fallback"})
@@ -453,6 +485,7 @@ def test_add_empty_string_content_is_kept_despite_metadata_content(
     assert chunks(db, store) == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_none_content_without_fallback_stores_no_content_and_no_rows(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(store, "m1", None)
@@ -461,6 +494,7 @@ def test_add_none_content_without_fallback_stores_no_content_and_no_rows(
 
 
 @pytest.mark.parametrize("record_type", ["user_profile", "agent_profile"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_profile_with_none_content_is_rejected(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any], record_type: str) -> None:
     with pytest.raises(ValueError, match=r"contents\[0\]"):
@@ -471,6 +505,7 @@ def test_add_profile_with_none_content_is_rejected(
 # --- update(): choosing the retrieval text ----------------------------------------------------
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_content_reindexes_the_new_content(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -484,6 +519,7 @@ def test_update_content_reindexes_the_new_content(
     assert embedder.calls == [["new words"]]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_content_is_chunked_by_the_store_when_chunking_is_configured(
         chunking_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(chunking_store, "m1", "short")
@@ -491,6 +527,7 @@ def test_update_content_is_chunked_by_the_store_when_chunking_is_configured(
     assert chunk_texts(db, chunking_store, "m1") == split_sentences(LONG_TEXT)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_string_index_text_replaces_rows_and_keeps_content(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(store, "m1", "stored", index_texts=[["one", "two"]])
@@ -499,6 +536,7 @@ def test_update_string_index_text_replaces_rows_and_keeps_content(
     assert chunk_texts(db, store, "m1") == ["replacement"]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_list_index_text_writes_caller_chunks_unsplit(
         chunking_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(chunking_store, "m1", "stored")
@@ -508,6 +546,7 @@ def test_update_list_index_text_writes_caller_chunks_unsplit(
         (0, LONG_TEXT), (1, "tail")]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_index_text_none_clears_rows_and_keeps_content(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(store, "m1", "stored")
@@ -516,6 +555,7 @@ def test_update_index_text_none_clears_rows_and_keeps_content(
     assert chunks(db, store) == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_index_text_none_with_content_updates_content_and_clears_rows(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(store, "m1", "stored")
@@ -526,6 +566,7 @@ def test_update_index_text_none_with_content_updates_content_and_clears_rows(
 
 @pytest.mark.parametrize("index_text", ["", []], ids=["empty-string", "empty-chunk-list"])
 @pytest.mark.parametrize("with_content", [False, True], ids=["alone", "with-content"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_empty_index_text_clears_retrieval_text(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any], index_text: Any,
         with_content: bool) -> None:
@@ -537,6 +578,7 @@ def test_update_empty_index_text_clears_retrieval_text(
 
 
 @pytest.mark.parametrize("record_type", ["memory", "message"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_empty_content_is_kept_and_clears_retrieval_rows(
         embedded_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
         record_type: str) -> None:
@@ -546,6 +588,7 @@ def test_update_empty_content_is_kept_and_clears_retrieval_rows(
     assert chunks(db, embedded_store) == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_metadata_only_keeps_retrieval_rows(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -559,6 +602,7 @@ def test_update_metadata_only_keeps_retrieval_rows(
 # --- update(): explicit vectors ---------------------------------------------------------------
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_one_vector_covers_the_whole_replacement_content(
         chunking_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -571,6 +615,7 @@ def test_update_one_vector_covers_the_whole_replacement_content(
     assert embedder.calls == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_several_vectors_pair_with_a_chunk_list_index_text(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -587,6 +632,7 @@ def test_update_several_vectors_pair_with_a_chunk_list_index_text(
 
 
 @pytest.mark.parametrize("index_text", [None, "a string"], ids=["no-index-text", "string"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_several_vectors_with_content_need_a_chunk_list_index_text(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
         index_text: str | None) -> None:
@@ -610,6 +656,7 @@ def test_update_vector_count_must_match_index_text_chunks(
         vector_store.update("memory", "m1", index_text=chunk_list, embedding=payload)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_only_replaces_vectors_of_existing_rows(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -624,6 +671,7 @@ def test_update_embedding_only_replaces_vectors_of_existing_rows(
     assert embedder.calls == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_only_single_vector_for_a_single_row(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(vector_store, "m1", "stored")
@@ -633,6 +681,7 @@ def test_update_embedding_only_single_vector_for_a_single_row(
     assert_vector(rows[0].vector, V2)
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_only_single_vector_without_retrieval_rows_is_stored_without_text(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(vector_store, "m1", "")
@@ -644,6 +693,7 @@ def test_update_embedding_only_single_vector_without_retrieval_rows_is_stored_wi
 
 
 @pytest.mark.parametrize("payload", [V1, [V1, V2, V3]], ids=["one-vector", "three-vectors"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_only_must_match_existing_row_count(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any], payload: Any) -> None:
     add_memory(vector_store, "m1", "stored", index_texts=[["a", "b"]], embeddings=[[V1, V2]])
@@ -653,6 +703,7 @@ def test_update_embedding_only_must_match_existing_row_count(
     assert chunks(db, vector_store, "m1") == before
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_none_with_content_stores_rows_without_vectors(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -665,6 +716,7 @@ def test_update_embedding_none_with_content_stores_rows_without_vectors(
     assert embedder.calls == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_none_with_index_text_stores_rows_without_vectors(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -676,6 +728,7 @@ def test_update_embedding_none_with_index_text_stores_rows_without_vectors(
     assert embedder.calls == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_none_alone_clears_vectors_and_keeps_rows(
         embedded_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(embedded_store, "m1", "stored", index_texts=[["a", "b"]])
@@ -686,6 +739,7 @@ def test_update_embedding_none_alone_clears_vectors_and_keeps_rows(
     assert content_of(embedded_store, "memory", "m1") == "stored"
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_index_text_none_rejects_explicit_vectors(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(vector_store, "m1", "stored")
@@ -694,6 +748,7 @@ def test_update_index_text_none_rejects_explicit_vectors(
     assert chunk_texts(db, vector_store, "m1") == ["stored"]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_index_text_none_accepts_an_empty_vector_payload(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(vector_store, "m1", "stored", embeddings=[V1])
@@ -740,6 +795,7 @@ def test_update_chunk_vectors_must_share_a_dimension(vector_store: OracleDBMemor
     ids=["nan", "negative-inf", "nan-embedding-only", "empty-chunk-vector",
          "nested-list-chunk-vector", "2d-array-embedding-only", "string"],
 )
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_rejects_malformed_vectors(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any], kwargs: dict[str, Any],
         error: type[Exception], match: str) -> None:
@@ -759,6 +815,7 @@ def test_update_embedding_rejected_on_a_store_without_vector_storage(
     assert content_of(store, "memory", "m1") == "stored"
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_empty_vector_payload_is_allowed_without_retrieval_text(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(vector_store, "m1", "stored", embeddings=[V1])
@@ -779,6 +836,7 @@ def test_update_empty_vector_payload_is_rejected_with_retrieval_text(
 
 
 @pytest.mark.parametrize("record_type", ["memory", "fact", "guideline", "preference"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_content_none_clears_content_and_retrieval_rows(
         embedded_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
         record_type: str) -> None:
@@ -799,6 +857,7 @@ def test_update_content_none_clears_content_and_retrieval_rows(
     ],
     ids=["string-index-text", "chunk-list-index-text", "one-vector", "chunk-vectors"],
 )
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_content_none_cannot_be_combined_with_retrieval_payloads(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any], kwargs: dict[str, Any],
         match: str) -> None:
@@ -809,6 +868,7 @@ def test_update_content_none_cannot_be_combined_with_retrieval_payloads(
     assert chunk_texts(db, vector_store, "m1") == ["stored"]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_content_none_accepts_none_retrieval_arguments(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(vector_store, "m1", "stored", embeddings=[V1])
@@ -817,6 +877,7 @@ def test_update_content_none_accepts_none_retrieval_arguments(
     assert chunks(db, vector_store) == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_message_content_none_is_rejected(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     store.add(["hello"], record_type="message", record_ids="msg-1", thread_ids="t1")
@@ -827,6 +888,7 @@ def test_update_message_content_none_is_rejected(
 
 
 @pytest.mark.parametrize("record_type", ["user_profile", "agent_profile"])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_profile_content_none_is_rejected(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any], record_type: str) -> None:
     store.add(["profile text"], record_type=record_type, record_ids="actor-1")
@@ -836,6 +898,7 @@ def test_update_profile_content_none_is_rejected(
     assert chunk_texts(db, store, "actor-1") == ["profile text"]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_text_alias_warns_and_behaves_like_content(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
         db: psycopg.Connection[Any]) -> None:
@@ -848,6 +911,7 @@ def test_update_text_alias_warns_and_behaves_like_content(
     assert embedder.calls == [["via alias"]]
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_text_alias_none_clears_like_content_none(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(store, "m1", "old")
@@ -891,6 +955,7 @@ def test_update_without_any_payload_is_rejected(store: OracleDBMemoryStore) -> N
     ],
     ids=["dimension", "empty-chunk", "non-finite", "metadata"],
 )
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_with_an_invalid_third_record_writes_nothing(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any], kwargs: dict[str, Any],
         error: type[Exception], match: str) -> None:
@@ -901,6 +966,7 @@ def test_add_with_an_invalid_third_record_writes_nothing(
     assert count_rows(db, vector_store, "record_chunks") == 0
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_with_an_invalid_third_content_writes_nothing(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     with pytest.raises(TypeError, match=r"contents\[2\]"):
@@ -910,6 +976,7 @@ def test_add_with_an_invalid_third_content_writes_nothing(
 
 
 @pytest.mark.parametrize("batch_size", [1, 256])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_colliding_with_an_existing_id_writes_nothing(
         embedded_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
         batch_size: int) -> None:
@@ -923,6 +990,7 @@ def test_add_colliding_with_an_existing_id_writes_nothing(
     assert content_of(embedded_store, "memory", "taken") == "first"
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_message_colliding_with_an_existing_id_writes_nothing(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     store.add(["hello"], record_type="message", record_ids="msg-1", thread_ids="t1")
@@ -934,6 +1002,7 @@ def test_add_message_colliding_with_an_existing_id_writes_nothing(
     assert chunks(db, store, "msg-2") == []
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_failed_update_leaves_content_metadata_and_rows_unchanged(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     add_memory(vector_store, "m1", "stored", index_texts=[["a", "b"]], embeddings=[[V1, V2]],
@@ -985,6 +1054,7 @@ def _write_workload(store: OracleDBMemoryStore, batch_size: int) -> None:
 
 
 @pytest.mark.parametrize("small_batches", [2, 1])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_bulk_copy_and_batched_inserts_store_the_same_rows(
         make_store: StoreFactory, embedder: HashEmbedder, db: psycopg.Connection[Any],
         small_batches: int) -> None:
@@ -1007,6 +1077,7 @@ def test_bulk_copy_and_batched_inserts_store_the_same_rows(
     assert lifetimes["m1"] is None
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_bulk_messages_continue_the_thread_sequence(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     for start in (0, 5):
@@ -1036,6 +1107,7 @@ def test_bulk_write_under_row_security_uses_inserts(dds: Any) -> None:
 
 
 @pytest.mark.parametrize("batch_size", [1, 256])
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_batches_duplicate_in_the_second_batch_writes_nothing(
         embedded_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
         batch_size: int) -> None:
@@ -1053,6 +1125,7 @@ def test_add_batches_duplicate_in_the_second_batch_writes_nothing(
     assert content_of(embedded_store, "memory", "taken") == "first"
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_batches_repeating_an_id_across_batches_writes_nothing(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     with pytest.raises(ValueError, match="'x2' across batches"):
@@ -1074,6 +1147,7 @@ def test_generated_record_ids_are_distinct_version_4_uuids(store: OracleDBMemory
         assert parsed.variant == uuid.RFC_4122
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_one_value_for_all_records_is_checked_once_and_applies_to_each(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     with pytest.raises(ValueError, match=r"user_ids\[0\] must not be empty"):
@@ -1099,6 +1173,7 @@ def test_add_clamps_a_shared_ttl_per_record_with_a_warning(make_store: StoreFact
     assert len([w for w in caught if "max_ttl_days" in str(w.message)]) == 2
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_mixed_vector_forms_are_stored_alike(
         vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     vector_store.add(["a", "b", "c"], "memory", record_ids=["a", "b", "c"],
@@ -1109,6 +1184,7 @@ def test_add_mixed_vector_forms_are_stored_alike(
         assert stored[record_id].text == record_id
 
 
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_reports_the_first_invalid_record_first(
         store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
     # Record 0 has bad content, record 1 a bad lifetime (checked before content): the error
