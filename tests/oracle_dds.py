@@ -1,8 +1,9 @@
 """Deep Data Security test environment on Oracle AI Database 26ai (the twin of ``tests/dds.py``).
 
 NOT YET RUN AGAINST A LIVE DATABASE: no Oracle database was reachable where this was written.
-Every call is python-oracledb 26.1's real API (type-checked), every statement comes from the
-SDK's renderers (``oam_policies.oracle``) or is plain documented Oracle SQL.
+Every call is python-oracledb 26.1's real API (type-checked); the end users, policies and grants
+are set up through the SDK's admin API (``OracleSecurityAdmin`` under it), so a live run
+exercises that too; every other statement is plain documented Oracle SQL.
 
 Identities (``deploy/oracle/bootstrap.sql`` creates them; ``deploy/oracle/README.md`` says why
 three), each named by an environment variable in SQL*Plus form ``user/password@connect_string``:
@@ -30,12 +31,13 @@ path, needing no identity provider): the attacks below must run the way the SDK 
 run, on the runtime account's pooled sessions with contexts attached and cleared
 (``Connection.set_end_user_security_context``), because the cleared-context, statement-cache and
 shared-pool attacks exist only there. Local end users are created without a password
-(``render_create_end_user``: authentication type NONE, application-mediated).
+(``identities.create_end_user``: authentication type NONE, application-mediated).
 
 End users ``ALICE``, ``BOB``, ``CAROL`` and ``DAVE``, and ``OAM_NO_GRANTS`` who holds no data
 role (upper case: unquoted names fold, and
 ``ORA_END_USER_CONTEXT.username`` returns the stored spelling, which every ``user_id`` holds).
-Each store gets one local data role per shipped policy, granted to all of them.
+Each store gets one local data role per shipped policy (named by
+``engines/oracle/admin_names.store_data_role``), granted to all of them.
 
 Support probe (:func:`probe_database`, :func:`probe_context`): ``SELECT
 ORA_END_USER_CONTEXT.username FROM dual`` as the runtime account (ORA-00904 / ORA-00942 /
@@ -55,23 +57,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import oracledb
-from oam_policies import SHIPPED_POLICIES
-from oam_policies.oracle import (
-    OracleTarget,
-    render_create_data_role,
-    render_create_end_user,
-    render_drop_data_role,
-    render_grant_data_role,
-    render_policy,
-    render_removal,
-)
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
-from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
-from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE
+from oracleagentmemory.core.deepsec import (
+    LocalEndUserPrincipal,
+    OracleMemoryEndUserSecurityContext,
+    add_deep_data_security_policies,
+    grant_agent_memory_policies,
+    identities,
+    remove_deep_data_security_policies,
+)
+from oracleagentmemory.core.deepsec.policies import POLICY_BY_NAME
 from oracleagentmemory.engines.oracle.context import USERNAME_QUERY, seen_username
 from oracleagentmemory.engines.oracle.driver_errors import error_info
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names
 from oracleagentmemory.engines.oracle.schema_ops import drop_store
+from oracleagentmemory.errors import OracleAgentMemoryError
 from provision.oracle import parse_dsn
 
 OWNER_DSN = "OAM_TEST_ORACLE_DSN"
@@ -140,8 +140,8 @@ def end_user_context(user: str, access_token: str | None = None) -> oracledb.End
         end_user_identity=(user, None))
 
 
-def describe(exc: oracledb.Error) -> str:
-    """``ORA-00904: ...``: the first line of a driver error."""
+def describe(exc: BaseException) -> str:
+    """``ORA-00904: ...``: the first line of a driver error (or of the SDK's typed error)."""
     return error_info(exc).first_line
 
 
@@ -202,9 +202,8 @@ class OracleSeeded:
         return self.objects.table(logical)
 
 
-def data_role(store_id: str, policy: str) -> str:
-    """The store's local data role for ``policy`` (the naming of deploy/oracle/render_sql.py)."""
-    return f"{store_id}_oam_{policy}"
+SHIPPED = list(POLICY_BY_NAME.values())
+"""Every shipped policy, installed on each test store and granted to every test end user."""
 
 
 @dataclass
@@ -226,39 +225,29 @@ class OracleDdsEnvironment:
         return end_user_context(user)
 
     def new_store(self, vector_dim: int | None = 3) -> OracleSeeded:
-        """Create a store as the owner, install the shipped policies as the policy
-        administrator and grant their data roles to every test end user."""
+        """Create a store as the owner, then, as the policy administrator through the SDK's
+        admin API (the Oracle security admin), install the shipped policies and grant them to
+        every test end user."""
         store_id = f"o{os.getpid() % 10000}_{next(_ids)}"
         with self.owner.connect() as conn:
             OracleDBMemoryStore(None, conn, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
                                 memory_store_id=store_id, vector_dim=vector_dim).close()
         seeded = OracleSeeded(store_id, self.owner_schema)
         self.stores.append(seeded)
-        with self.admin.connect() as conn, conn.cursor() as cur:
-            for policy in SHIPPED_POLICIES.values():
-                role = data_role(store_id, policy.name)
-                cur.execute(render_create_data_role(role))
-                for statement in render_policy(policy, self.target(seeded, role)):
-                    cur.execute(statement)
-                cur.execute(render_grant_data_role(role, USERS))
+        with self.admin.connect() as conn:
+            add_deep_data_security_policies(conn, self.owner_schema, store_id, SHIPPED)
+            grant_agent_memory_policies(conn, store_id, self.owner_schema,
+                                        [LocalEndUserPrincipal(u) for u in USERS], SHIPPED)
         return seeded
-
-    def target(self, seeded: OracleSeeded, role: str) -> OracleTarget:
-        """Where the policies of ``seeded`` are installed, for data role ``role``."""
-        tables = {t: seeded.objects.names.table(t) for t in MANAGED_TABLES}
-        tables["registry"] = REGISTRY_TABLE
-        return OracleTarget(owner=self.owner_schema, tables=tables, data_role=role)
 
     def drop_stores(self) -> None:
         """Drop the stores this session made: their data grants and data roles (as the policy
-        administrator), then their tables (as the owner). The end users stay."""
-        with self.admin.connect() as conn, conn.cursor() as cur:
+        administrator, through the admin API), then their tables (as the owner). The end users
+        stay."""
+        with self.admin.connect() as conn:
             for seeded in self.stores:
-                for policy in SHIPPED_POLICIES.values():
-                    role = data_role(seeded.store_id, policy.name)
-                    for statement in render_removal(policy, self.target(seeded, role)):
-                        cur.execute(statement)
-                    cur.execute(render_drop_data_role(role))
+                remove_deep_data_security_policies(conn, self.owner_schema, seeded.store_id,
+                                                   SHIPPED)
         with self.owner.connect() as conn:
             for seeded in self.stores:
                 drop_store(conn, seeded.objects)
@@ -314,10 +303,11 @@ class OracleDdsEnvironment:
 
 
 def create_end_users(admin: Login) -> None:
-    """The test end users (``CREATE END USER IF NOT EXISTS``: a rerun keeps them)."""
-    with admin.connect() as conn, conn.cursor() as cur:
+    """The test end users, through the admin API (``CREATE END USER IF NOT EXISTS``: a rerun
+    keeps them)."""
+    with admin.connect() as conn:
         for user in (*USERS, NO_GRANTS_USER):
-            cur.execute(render_create_end_user(user))
+            identities.create_end_user(conn, user)
 
 
 def setup_environment() -> OracleDdsEnvironment:
@@ -333,7 +323,7 @@ def setup_environment() -> OracleDdsEnvironment:
     if reason is None:
         try:
             create_end_users(admin)
-        except oracledb.Error as exc:
+        except (oracledb.Error, OracleAgentMemoryError) as exc:
             reason = f"the policy administrator cannot create end users ({describe(exc)})"
     if reason is None:
         reason = probe_context(runtime)

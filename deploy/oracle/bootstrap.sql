@@ -61,6 +61,15 @@ GRANT SELECT ON SYS.DBA_DATA_ROLES TO &oam_policy_admin;
 GRANT SELECT ON SYS.DBA_DATA_ROLE_GRANTS TO &oam_policy_admin;
 GRANT SELECT ON SYS.DBA_DATA_GRANTS TO &oam_policy_admin;
 GRANT SELECT ON SYS.DBA_APPLICATION_IDENTITIES TO &oam_policy_admin;
+-- ... and what oam-admin reads on Oracle (engines/oracle/admin_sql.py): the store's tables and
+-- columns (policies cover the current columns), and the runtime logins' grants (oam-admin check).
+GRANT SELECT ON SYS.DBA_TABLES TO &oam_policy_admin;
+GRANT SELECT ON SYS.DBA_TAB_COLUMNS TO &oam_policy_admin;
+GRANT SELECT ON SYS.DBA_USERS TO &oam_policy_admin;
+GRANT SELECT ON SYS.DBA_SYS_PRIVS TO &oam_policy_admin;
+GRANT SELECT ON SYS.DBA_ROLE_PRIVS TO &oam_policy_admin;
+GRANT SELECT ON SYS.DBA_TAB_PRIVS TO &oam_policy_admin;
+GRANT SELECT ON SYS.DBA_OBJECTS TO &oam_policy_admin;
 
 -- 2. The schema owner ---------------------------------------------------------------------------
 -- Tables (identity columns need CREATE SEQUENCE), the purge job (CREATE JOB; without it the
