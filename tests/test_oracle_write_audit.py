@@ -67,7 +67,7 @@ def queries(o: OracleObjects) -> list[audit_sql.Statement]:
         audit_sql.insert_checkpoint(o, CHECKPOINT),
         *(audit_sql.verify_rows(o, s) for s in audit_sql.TABLE_SUFFIXES),
         *(audit_sql.row_at_position(o, s, (1, 3, 17)) for s in audit_sql.TABLE_SUFFIXES),
-        audit_sql.compile_errors(o, "ST_MEMORY_AUDIT_TRG"),
+        audit_sql.compile_errors(o, "ST_MEMORY_AUDIT_TRG"), audit_sql.package_state(o),
     ]
 
 

@@ -123,5 +123,8 @@ SELECT seq FROM "OAM_OWNER"."OTHER_STORE_WRITE_AUDIT_CHECKPOINT" WHERE ORABCTAB_
 SELECT line, position, text FROM all_errors WHERE owner = :owner AND name = :name ORDER BY sequence FETCH FIRST 5 ROWS ONLY
 -- binds: [('name', 'ST_MEMORY_AUDIT_TRG'), ('owner', 'OAM_OWNER')];
 
+SELECT object_type, status FROM all_objects WHERE owner = :owner AND object_name = :name AND object_type IN ('PACKAGE', 'PACKAGE BODY')
+-- binds: [('name', 'OTHER_STORE_WRITE_AUDIT_TX'), ('owner', 'OAM_OWNER')];
+
 INSERT INTO "OAM_OWNER"."OTHER_STORE_WRITE_AUDIT_CHAIN" (audit_id, prev_id, row_hash, checkpoint_seq) VALUES (:audit_id, :prev_id, :row_hash, :checkpoint_seq)
 -- binds (executemany): [[('audit_id', 8), ('checkpoint_seq', 3), ('prev_id', 7), ('row_hash', b'\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01')], [('audit_id', 9), ('checkpoint_seq', 3), ('prev_id', 8), ('row_hash', b'\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02\x02')]];

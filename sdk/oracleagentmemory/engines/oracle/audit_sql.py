@@ -183,9 +183,11 @@ def existing_tables(o: OracleObjects) -> tuple[Statement, dict[str, str]]:
 
 def install_statements(o: OracleObjects) -> list[str]:
     """The idempotent part of the installation, after the tables: the sequence, the
-    transaction-time package, every row trigger and the truncate trigger (``CREATE OR
-    REPLACE``: a rerun repairs a partial installation, and replaces the triggers after ``store
-    recreate``)."""
+    transaction-time package (its two statements are skipped while it is valid:
+    :func:`package_state`), every row trigger and the truncate trigger (``CREATE OR REPLACE``:
+    a rerun repairs a partial installation, and replaces the triggers after ``store
+    recreate``). The owner needs ``CREATE SEQUENCE``, ``CREATE PROCEDURE`` and ``CREATE
+    TRIGGER``."""
     statements = [
         f"CREATE SEQUENCE IF NOT EXISTS {_object(o, SEQUENCE_SUFFIX)} START WITH 1 "
         "INCREMENT BY 1 NOCYCLE ORDER",
@@ -194,6 +196,15 @@ def install_statements(o: OracleObjects) -> list[str]:
     statements += [record_trigger(o, logical) for logical in MANAGED_TABLES]
     statements.append(truncate_trigger(o))
     return statements
+
+
+def package_state(o: OracleObjects) -> Statement:
+    """``object_type, status`` of the transaction-time package's spec and body. The adapter
+    replaces the package only when one is missing or invalid: replacing a package discards the
+    state every session holds (their next call fails once with ORA-04068)."""
+    return ("SELECT object_type, status FROM all_objects WHERE owner = :owner "
+            "AND object_name = :name AND object_type IN ('PACKAGE', 'PACKAGE BODY')",
+            {"owner": o.owner, "name": o.object_name(PACKAGE_SUFFIX)})
 
 
 def transaction_time_package(o: OracleObjects) -> list[str]:

@@ -232,10 +232,15 @@ class OracleWriteAuditAdmin(WriteAuditAdmin):
         for suffix, statement in audit_sql.create_tables(o).items():
             if suffix not in present:
                 self._ddl(statement)
+        states = {str(kind): str(status) for kind, status in
+                  self._execute(audit_sql.package_state(o))}
+        package_valid = states == {"PACKAGE": "VALID", "PACKAGE BODY": "VALID"}
         with self._ddl_lock_timeout():
-            first, *plsql = audit_sql.install_statements(o)
-            self._ddl(first)  # the sequence
+            sequence, *plsql = audit_sql.install_statements(o)
+            self._ddl(sequence)
             for statement in plsql:
+                if package_valid and statement in audit_sql.transaction_time_package(o):
+                    continue
                 self._plsql(o, statement)
         if ENABLE_MANDATORY_ACCESS_CONTROL:
             for statement in audit_sql.mandatory_access_control(o):
