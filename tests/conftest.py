@@ -54,6 +54,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         if status.reason is not None:
             terminalreporter.write_line(
                 f"engine {status.name} was NOT tested: {status.reason}", yellow=True)
+    if ORACLE.unavailable() is None and not ORACLE.reached:
+        terminalreporter.write_line(
+            f"engine {ORACLE.name}: the engine-neutral suite was NOT tested on it (no test "
+            "of this run reached its database)",
+            yellow=True)
     dds_reasons = list(ORACLE_DDS_NOT_TESTED)
     if (container_reason := ORACLE.deep_data_security_unavailable()) is not None:
         dds_reasons.append(container_reason)

@@ -265,6 +265,24 @@ def test_a_failed_container_leaves_postgresql_passing_and_says_oracle_was_not_te
             f"{DEFAULT_IMAGE} did not start: ImageNotFound") in out
     assert "pull access denied" in out
     assert "engine postgresql was NOT tested" not in out
+    assert "no test of this run reached" not in out  # the reason above says it all
+
+
+def test_an_oracle_no_test_reached_is_reported_as_not_tested() -> None:
+    """A daemon answers, but every Oracle case of the module is marked PostgreSQL-only: the
+    container is never started and the last lines still say Oracle was NOT tested."""
+    with FakeDockerApi() as api:
+        result = run_pytest("test_search_scan_choices.py", child_env(api.url))
+        pulls = [r for r in api.requests if r.path == "/images/create"]
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "3 passed, 3 skipped" in out, out
+    assert pulls == []
+    assert ("engine oracle: the engine-neutral suite was NOT tested on it (no test of this run "
+            "reached its database)") in out
+    assert ("engine oracle: 2 test function(s) do not apply and were NOT run there: patches "
+            "the postgres engine's search module") in out
+    assert "engine oracle Deep Data Security was NOT tested: on a container" in out
 
 
 def test_no_daemon_leaves_out_oracle_and_says_so(tmp_path: Path) -> None:

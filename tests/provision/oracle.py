@@ -63,6 +63,9 @@ class OracleProvisioner:
         """Why the session's database could not be reached, once that was tried and failed."""
         self.container: ContainerDatabase | None = None
         """The session's container once started (kept after it stops, for the summary)."""
+        self.reached = False
+        """Whether a test of this run got the database (a reachable Oracle no test reached
+        was NOT tested either)."""
 
     def engine_unavailable(self) -> str | None:
         """Why this release has no Oracle engine (``None``: it has)."""
@@ -112,6 +115,7 @@ class OracleProvisioner:
         if self.source() == "dsn":
             user, password, dsn = parse_dsn(os.environ[DSN_ENV])
             with owner_pool(user, password, dsn) as pool:
+                self.reached = True
                 yield pool
             return
         with ExitStack() as stack:
@@ -123,6 +127,7 @@ class OracleProvisioner:
             self.container = database
             with owner_pool(database.owner.user, database.owner.password,
                             database.owner.dsn) as pool:
+                self.reached = True
                 yield pool
 
 
