@@ -196,12 +196,7 @@ def write_audit_admin_for(connection: object) -> WriteAuditAdmin:
     entry = next((e for e in engine_entries() if e.accepts(source)), None)
     if entry is not None and entry.unavailable is not None:
         raise UnsupportedEngineError(entry.unavailable)
-    name = None if entry is None else entry.name
-    if name is None and isinstance(source, str) and source.lower().startswith("oracle"):
-        from oracleagentmemory.engines.oracle.url import is_oracle_url  # imports oracledb
-
-        name = "oracle" if is_oracle_url(source) else None
-    path = None if name is None else _IMPLEMENTATIONS.get(name)
+    path = None if entry is None else _IMPLEMENTATIONS.get(entry.name)
     if path is None:
         raise InvalidArgumentTypeError(
             "connection must be the admin identity's psycopg Connection or postgresql:// URL, "
