@@ -289,8 +289,8 @@ def test_wrong_argument_types_are_type_errors(dds: Any, store_id: str) -> None:
         add_deep_data_security_policies(url, OWNER, store_id, ["own_user_rows"])  # type: ignore[list-item]
     with pytest.raises(TypeError, match=r"principals\[0\] must be a LocalEndUserPrincipal"):
         grant_agent_memory_policies(url, store_id, OWNER, ["alice"], POLICIES)  # type: ignore[list-item]
-    with pytest.raises(TypeError, match="connection must be a psycopg Connection or a "
-                       "postgresql:// URL"):
+    with pytest.raises(TypeError, match="connection must be a psycopg or oracledb Connection, "
+                       "or a postgresql:// or oracle:// URL"):
         list_deep_data_security_policies(42, OWNER, store_id)
 
 
