@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,10 +19,11 @@ from oracleagentmemory.apis import MemoryRecord, PendingRecordBatch
 from oracleagentmemory.core import MemoryRetentionConfig, OracleDBMemoryStore
 from oracleagentmemory.errors import DuplicateRecordError
 from psycopg import sql
+from stored_rows import PostgresStoredRows, StoredChunk, StoredRows, open_stored_rows
 
 POSTGRESQL_ONLY = (
-    "reads the stored and chunk rows straight from PostgreSQL with psycopg (an Oracle twin "
-    "needs an engine-neutral row reader)")
+    "compares PostgreSQL's binary COPY write path with its INSERT batches, reading the rows "
+    "with psycopg")
 """Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
 
 LONG_TEXT = (
@@ -45,21 +45,16 @@ def split_sentences(text: str) -> list[str]:
 # --- fixtures and database helpers ------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class StoredChunk:
-    """One row of ``<store>_record_chunks``."""
-
-    record_type: str
-    record_id: str
-    chunk_no: int
-    text: str | None
-    vector: list[float] | None
-    dims: int | None
+@pytest.fixture
+def db(database_url: object) -> Iterator[StoredRows]:
+    """Reads what the store wrote, on the engine under test (``tests/stored_rows.py``)."""
+    with open_stored_rows(database_url) as rows:
+        yield rows
 
 
 @pytest.fixture
-def db(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
-    """A direct connection used to inspect what the store wrote."""
+def pg_db(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """A direct PostgreSQL connection, for the tests of PostgreSQL's own write paths."""
     with psycopg.connect(pg_url, autocommit=True) as conn:
         yield conn
 
@@ -89,28 +84,19 @@ def _table(store: OracleDBMemoryStore, name: str) -> sql.Composable:
     return sql.Identifier(table)
 
 
-def chunks(db: psycopg.Connection[Any], store: OracleDBMemoryStore,
+def chunks(db: StoredRows, store: OracleDBMemoryStore,
            record_id: str | None = None) -> list[StoredChunk]:
     """Retrieval rows of the store (of one record when ``record_id`` is given)."""
-    vector = sql.SQL("embedding::real[], vector_dims(embedding)") if store.vector_dim else (
-        sql.SQL("NULL::real[], NULL::integer"))
-    query = sql.SQL(
-        "SELECT record_type, record_id, chunk_no, chunk_text, {} FROM {} "
-        "WHERE %(id)s::text IS NULL OR record_id = %(id)s ORDER BY record_id, chunk_no"
-    ).format(vector, _table(store, "record_chunks"))
-    rows = db.execute(query, {"id": record_id}).fetchall()
-    return [StoredChunk(*row) for row in rows]
+    return db.chunks(store, record_id)
 
 
-def chunk_texts(db: psycopg.Connection[Any], store: OracleDBMemoryStore,
+def chunk_texts(db: StoredRows, store: OracleDBMemoryStore,
                 record_id: str) -> list[str | None]:
     return [c.text for c in chunks(db, store, record_id)]
 
 
-def count_rows(db: psycopg.Connection[Any], store: OracleDBMemoryStore, table: str) -> int:
-    row = db.execute(sql.SQL("SELECT count(*) FROM {}").format(_table(store, table))).fetchone()
-    assert row is not None
-    return int(row[0])
+def count_rows(db: StoredRows, store: OracleDBMemoryStore, table: str) -> int:
+    return db.count(store, table)
 
 
 def content_of(store: OracleDBMemoryStore, record_type: str, record_id: str) -> Any:
@@ -135,9 +121,8 @@ def add_memory(store: OracleDBMemoryStore, record_id: str, content: str | None,
 
 
 @pytest.mark.parametrize("record_type", ["memory", "fact", "guideline", "preference", "message"])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_without_index_texts_indexes_the_stored_content(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any], record_type: str) -> None:
+        store: OracleDBMemoryStore, db: StoredRows, record_type: str) -> None:
     store.add(["Alice likes tea"], record_type=record_type, record_ids="r1", thread_ids="t1")
     assert content_of(store, record_type, "r1") == "Alice likes tea"
     assert chunks(db, store) == [
@@ -145,40 +130,35 @@ def test_add_without_index_texts_indexes_the_stored_content(
 
 
 @pytest.mark.parametrize("record_type", ["user_profile", "agent_profile"])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
-def test_add_profile_indexes_its_content(store: OracleDBMemoryStore, db: psycopg.Connection[Any],
+def test_add_profile_indexes_its_content(store: OracleDBMemoryStore, db: StoredRows,
                                          record_type: str) -> None:
     store.add(["Speaks Portuguese"], record_type=record_type, record_ids="actor-1")
     assert chunk_texts(db, store, "actor-1") == ["Speaks Portuguese"]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_string_index_text_replaces_retrieval_text_but_not_content(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(store, "m1", "Full stored note", index_texts=["search handle"])
     assert content_of(store, "memory", "m1") == "Full stored note"
     assert chunk_texts(db, store, "m1") == ["search handle"]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_string_index_text_may_be_chunked_by_the_store(
-        chunking_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        chunking_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(chunking_store, "m1", "stored", index_texts=[LONG_TEXT])
     assert chunk_texts(db, chunking_store, "m1") == split_sentences(LONG_TEXT)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_content_is_chunked_by_the_store_when_chunking_is_configured(
-        chunking_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        chunking_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(chunking_store, "m1", LONG_TEXT)
     rows = chunks(db, chunking_store, "m1")
     assert [r.text for r in rows] == split_sentences(LONG_TEXT)
     assert [r.chunk_no for r in rows] == [0, 1, 2, 3]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_list_index_text_writes_one_row_per_caller_chunk(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(store, "m1", "stored", index_texts=[["first chunk", "second chunk", "third"]])
     assert chunks(db, store, "m1") == [
         StoredChunk("memory", "m1", 0, "first chunk", None, None),
@@ -188,18 +168,16 @@ def test_add_list_index_text_writes_one_row_per_caller_chunk(
     assert content_of(store, "memory", "m1") == "stored"
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_caller_owned_chunks_are_never_split_again(
         chunking_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(chunking_store, "m1", "stored", index_texts=[[LONG_TEXT, "Second. Chunk."]])
     assert chunk_texts(db, chunking_store, "m1") == [LONG_TEXT, "Second. Chunk."]
     assert embedder.calls == [[LONG_TEXT, "Second. Chunk."]]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_none_index_text_entry_uses_the_stored_content(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["first content", "second content"], record_type="memory",
               record_ids=["m1", "m2"], index_texts=[None, "override"])
     assert chunk_texts(db, store, "m1") == ["first content"]
@@ -207,20 +185,18 @@ def test_add_none_index_text_entry_uses_the_stored_content(
 
 
 @pytest.mark.parametrize("index_text", ["", []], ids=["empty-string", "empty-chunk-list"])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_empty_index_text_stores_content_without_retrieval_rows(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any], index_text: Any) -> None:
+        db: StoredRows, index_text: Any) -> None:
     add_memory(embedded_store, "m1", "stored but not searchable", index_texts=[index_text])
     assert content_of(embedded_store, "memory", "m1") == "stored but not searchable"
     assert chunks(db, embedded_store) == []
     assert embedder.calls == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_empty_content_is_stored_without_retrieval_rows(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(embedded_store, "m1", "")
     assert content_of(embedded_store, "memory", "m1") == ""
     assert chunks(db, embedded_store) == []
@@ -245,10 +221,9 @@ def test_add_caller_owned_chunks_must_be_strings(store: OracleDBMemoryStore) -> 
 # --- add(): explicit vectors ------------------------------------------------------------------
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_one_vector_covers_the_whole_retrieval_text(
         chunking_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(chunking_store, "m1", LONG_TEXT, embeddings=[V2])
     rows = chunks(db, chunking_store, "m1")
     assert len(rows) == 1
@@ -258,10 +233,9 @@ def test_add_one_vector_covers_the_whole_retrieval_text(
     assert embedder.calls == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_one_vector_covers_a_whole_string_index_text(
         chunking_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(chunking_store, "m1", "stored", index_texts=[LONG_TEXT], embeddings=[V3])
     rows = chunks(db, chunking_store, "m1")
     assert [r.text for r in rows] == [LONG_TEXT]
@@ -269,17 +243,15 @@ def test_add_one_vector_covers_a_whole_string_index_text(
     assert embedder.calls == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_one_vector_accepts_a_numpy_array(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(vector_store, "m1", "note", embeddings=[np.array(V1, dtype=np.float64)])
     assert_vector(chunks(db, vector_store, "m1")[0].vector, V1)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_several_vectors_pair_with_caller_chunks(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(embedded_store, "m1", "stored", index_texts=[["alpha", "beta", "gamma"]],
                embeddings=[[V1, V2, V3]])
     rows = chunks(db, embedded_store, "m1")
@@ -289,9 +261,8 @@ def test_add_several_vectors_pair_with_caller_chunks(
     assert embedder.calls == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_chunk_vectors_may_be_a_two_dimensional_array(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(vector_store, "m1", "stored", index_texts=[["alpha", "beta"]],
                embeddings=[np.array([V1, V2])])
     rows = chunks(db, vector_store, "m1")
@@ -299,9 +270,8 @@ def test_add_chunk_vectors_may_be_a_two_dimensional_array(
     assert_vector(rows[1].vector, V2)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_one_vector_for_one_caller_chunk(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(vector_store, "m1", "stored", index_texts=[["only chunk"]], embeddings=[V1])
     rows = chunks(db, vector_store, "m1")
     assert [r.text for r in rows] == ["only chunk"]
@@ -317,9 +287,8 @@ def test_add_one_vector_for_one_caller_chunk(
     ],
     ids=["fewer-vectors", "more-vectors", "one-vector-two-chunks"],
 )
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_vector_count_must_match_chunk_count(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
+        vector_store: OracleDBMemoryStore, db: StoredRows,
         chunk_list: list[str], vectors: list[list[float]]) -> None:
     payload: Any = vectors[0] if len(vectors) == 1 else vectors
     with pytest.raises(ValueError, match=r"embeddings\[0\].*chunk"):
@@ -338,9 +307,8 @@ def test_add_several_vectors_need_a_chunk_list_index_text(
                          **kwargs)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_vectors_of_one_call_must_share_a_dimension(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     with pytest.raises(ValueError, match="embeddings.*same dimension"):
         vector_store.add(["a", "b"], record_type="memory", embeddings=[V1, [1.0, 0.0]])
     assert count_rows(db, vector_store, "memory") == 0
@@ -363,9 +331,8 @@ def test_add_vector_dimension_must_match_the_store(vector_store: OracleDBMemoryS
     [("", None), ("stored", [""]), ("stored", [[]])],
     ids=["empty-content", "empty-index-text", "empty-chunk-list"],
 )
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_empty_vector_payload_is_allowed_without_retrieval_text(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any], content: str,
+        vector_store: OracleDBMemoryStore, db: StoredRows, content: str,
         index_texts: Any) -> None:
     kwargs = {} if index_texts is None else {"index_texts": index_texts}
     add_memory(vector_store, "m1", content, embeddings=[[]], **kwargs)
@@ -382,19 +349,17 @@ def test_add_empty_vector_payload_is_rejected_with_retrieval_text(
         vector_store.add(["stored"], record_type="memory", embeddings=[[]], **kwargs)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_one_vector_without_retrieval_text_is_stored_without_chunk_text(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(vector_store, "m1", "", embeddings=[V1])
     rows = chunks(db, vector_store, "m1")
     assert [(r.chunk_no, r.text, r.dims) for r in rows] == [(0, None, 3)]
     assert_vector(rows[0].vector, V1)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_explicit_vectors_do_not_call_the_embedder(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     embedded_store.add(["first", "second"], record_type="memory", record_ids=["m1", "m2"],
                        embeddings=[V1, V2])
     assert embedder.calls == []
@@ -403,10 +368,9 @@ def test_add_explicit_vectors_do_not_call_the_embedder(
 
 
 @pytest.mark.parametrize("explicit_none", [False, True], ids=["omitted", "embeddings-none"])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_without_embeddings_uses_the_embedder(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any], explicit_none: bool) -> None:
+        db: StoredRows, explicit_none: bool) -> None:
     kwargs = {"embeddings": None} if explicit_none else {}
     embedded_store.add(["tea at noon", "coffee at dawn"], record_type="memory",
                        record_ids=["m1", "m2"], index_texts=[None, ["coffee", "dawn"]], **kwargs)
@@ -420,9 +384,8 @@ def test_add_without_embeddings_uses_the_embedder(
         assert_vector(row.vector, vector)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_without_embedder_stores_rows_without_vectors(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(vector_store, "m1", "no embedder here")
     rows = chunks(db, vector_store, "m1")
     assert [(r.text, r.vector) for r in rows] == [("no embedder here", None)]
@@ -443,9 +406,8 @@ def test_add_without_embedder_stores_rows_without_vectors(
     ids=["nan", "inf", "empty-chunk-vector", "nested-list-chunk-vector", "2d-chunk-vector",
          "non-numeric", "string"],
 )
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_rejects_malformed_vectors(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any], index_texts: Any,
+        vector_store: OracleDBMemoryStore, db: StoredRows, index_texts: Any,
         payload: Any, error: type[Exception], match: str) -> None:
     kwargs = {} if index_texts is None else {"index_texts": index_texts}
     with pytest.raises(error, match=match):
@@ -458,9 +420,8 @@ def test_add_embeddings_must_align_with_contents(vector_store: OracleDBMemorySto
         vector_store.add(["a", "b"], record_type="memory", embeddings=[V1])
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_embeddings_rejected_on_a_store_without_vector_storage(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     with pytest.raises(ValueError, match="embeddings.*vector"):
         store.add(["a"], record_type="memory", embeddings=[V1])
     assert count_rows(db, store, "memory") == 0
@@ -469,34 +430,30 @@ def test_add_embeddings_rejected_on_a_store_without_vector_storage(
 # --- add(): content entries -------------------------------------------------------------------
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_none_content_falls_back_to_metadata_content(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(store, "m1", None, metadata={"content": "from metadata", "source": "import"})
     assert content_of(store, "memory", "m1") == "from metadata"
     assert chunk_texts(db, store, "m1") == ["from metadata"]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_empty_string_content_is_kept_despite_metadata_content(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(store, "m1", "", metadata={"content": "fallback"})
     assert content_of(store, "memory", "m1") == ""
     assert chunks(db, store) == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_none_content_without_fallback_stores_no_content_and_no_rows(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(store, "m1", None)
     assert content_of(store, "memory", "m1") is None
     assert chunks(db, store) == []
 
 
 @pytest.mark.parametrize("record_type", ["user_profile", "agent_profile"])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_profile_with_none_content_is_rejected(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any], record_type: str) -> None:
+        store: OracleDBMemoryStore, db: StoredRows, record_type: str) -> None:
     with pytest.raises(ValueError, match=r"contents\[0\]"):
         store.add([None], record_type=record_type, record_ids="actor-1")
     assert count_rows(db, store, "actor_profile") == 0
@@ -505,10 +462,9 @@ def test_add_profile_with_none_content_is_rejected(
 # --- update(): choosing the retrieval text ----------------------------------------------------
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_content_reindexes_the_new_content(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(embedded_store, "m1", "old words")
     embedder.calls.clear()
     assert embedded_store.update("memory", "m1", content="new words") == 1
@@ -519,26 +475,23 @@ def test_update_content_reindexes_the_new_content(
     assert embedder.calls == [["new words"]]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_content_is_chunked_by_the_store_when_chunking_is_configured(
-        chunking_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        chunking_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(chunking_store, "m1", "short")
     chunking_store.update("memory", "m1", content=LONG_TEXT)
     assert chunk_texts(db, chunking_store, "m1") == split_sentences(LONG_TEXT)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_string_index_text_replaces_rows_and_keeps_content(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(store, "m1", "stored", index_texts=[["one", "two"]])
     assert store.update("memory", "m1", index_text="replacement") == 1
     assert content_of(store, "memory", "m1") == "stored"
     assert chunk_texts(db, store, "m1") == ["replacement"]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_list_index_text_writes_caller_chunks_unsplit(
-        chunking_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        chunking_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(chunking_store, "m1", "stored")
     chunking_store.update("memory", "m1", index_text=[LONG_TEXT, "tail"])
     assert content_of(chunking_store, "memory", "m1") == "stored"
@@ -546,18 +499,16 @@ def test_update_list_index_text_writes_caller_chunks_unsplit(
         (0, LONG_TEXT), (1, "tail")]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_index_text_none_clears_rows_and_keeps_content(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(store, "m1", "stored")
     assert store.update("memory", "m1", index_text=None) == 1
     assert content_of(store, "memory", "m1") == "stored"
     assert chunks(db, store) == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_index_text_none_with_content_updates_content_and_clears_rows(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(store, "m1", "stored")
     store.update("memory", "m1", content="replaced", index_text=None)
     assert content_of(store, "memory", "m1") == "replaced"
@@ -566,9 +517,8 @@ def test_update_index_text_none_with_content_updates_content_and_clears_rows(
 
 @pytest.mark.parametrize("index_text", ["", []], ids=["empty-string", "empty-chunk-list"])
 @pytest.mark.parametrize("with_content", [False, True], ids=["alone", "with-content"])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_empty_index_text_clears_retrieval_text(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any], index_text: Any,
+        store: OracleDBMemoryStore, db: StoredRows, index_text: Any,
         with_content: bool) -> None:
     add_memory(store, "m1", "stored")
     kwargs = {"content": "replaced"} if with_content else {}
@@ -578,9 +528,8 @@ def test_update_empty_index_text_clears_retrieval_text(
 
 
 @pytest.mark.parametrize("record_type", ["memory", "message"])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_empty_content_is_kept_and_clears_retrieval_rows(
-        embedded_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
+        embedded_store: OracleDBMemoryStore, db: StoredRows,
         record_type: str) -> None:
     embedded_store.add(["stored"], record_type=record_type, record_ids="r1", thread_ids="t1")
     embedded_store.update(record_type, "r1", content="")
@@ -588,10 +537,9 @@ def test_update_empty_content_is_kept_and_clears_retrieval_rows(
     assert chunks(db, embedded_store) == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_metadata_only_keeps_retrieval_rows(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(embedded_store, "m1", "stored", index_texts=[["a", "b"]], embeddings=[[V1, V2]])
     before = chunks(db, embedded_store, "m1")
     embedded_store.update("memory", "m1", metadata={"tag": "x"})
@@ -602,10 +550,9 @@ def test_update_metadata_only_keeps_retrieval_rows(
 # --- update(): explicit vectors ---------------------------------------------------------------
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_one_vector_covers_the_whole_replacement_content(
         chunking_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(chunking_store, "m1", "short")
     embedder.calls.clear()
     chunking_store.update("memory", "m1", content=LONG_TEXT, embedding=V3)
@@ -615,10 +562,9 @@ def test_update_one_vector_covers_the_whole_replacement_content(
     assert embedder.calls == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_several_vectors_pair_with_a_chunk_list_index_text(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(embedded_store, "m1", "stored")
     embedder.calls.clear()
     embedded_store.update("memory", "m1", content="new content", index_text=["x", "y"],
@@ -632,9 +578,8 @@ def test_update_several_vectors_pair_with_a_chunk_list_index_text(
 
 
 @pytest.mark.parametrize("index_text", [None, "a string"], ids=["no-index-text", "string"])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_several_vectors_with_content_need_a_chunk_list_index_text(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
+        vector_store: OracleDBMemoryStore, db: StoredRows,
         index_text: str | None) -> None:
     add_memory(vector_store, "m1", "stored")
     kwargs = {} if index_text is None else {"index_text": index_text}
@@ -656,10 +601,9 @@ def test_update_vector_count_must_match_index_text_chunks(
         vector_store.update("memory", "m1", index_text=chunk_list, embedding=payload)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_only_replaces_vectors_of_existing_rows(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(embedded_store, "m1", "stored", index_texts=[["alpha", "beta"]])
     embedder.calls.clear()
     assert embedded_store.update("memory", "m1", embedding=[V3, V1]) == 1
@@ -671,9 +615,8 @@ def test_update_embedding_only_replaces_vectors_of_existing_rows(
     assert embedder.calls == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_only_single_vector_for_a_single_row(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(vector_store, "m1", "stored")
     vector_store.update("memory", "m1", embedding=V2)
     rows = chunks(db, vector_store, "m1")
@@ -681,9 +624,8 @@ def test_update_embedding_only_single_vector_for_a_single_row(
     assert_vector(rows[0].vector, V2)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_only_single_vector_without_retrieval_rows_is_stored_without_text(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(vector_store, "m1", "")
     vector_store.update("memory", "m1", embedding=V3)
     rows = chunks(db, vector_store, "m1")
@@ -693,9 +635,8 @@ def test_update_embedding_only_single_vector_without_retrieval_rows_is_stored_wi
 
 
 @pytest.mark.parametrize("payload", [V1, [V1, V2, V3]], ids=["one-vector", "three-vectors"])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_only_must_match_existing_row_count(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any], payload: Any) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows, payload: Any) -> None:
     add_memory(vector_store, "m1", "stored", index_texts=[["a", "b"]], embeddings=[[V1, V2]])
     before = chunks(db, vector_store, "m1")
     with pytest.raises(ValueError, match="embedding.*2 retrieval rows"):
@@ -703,10 +644,9 @@ def test_update_embedding_only_must_match_existing_row_count(
     assert chunks(db, vector_store, "m1") == before
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_none_with_content_stores_rows_without_vectors(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(embedded_store, "m1", "stored")
     embedder.calls.clear()
     embedded_store.update("memory", "m1", content="rewritten", embedding=None)
@@ -716,10 +656,9 @@ def test_update_embedding_none_with_content_stores_rows_without_vectors(
     assert embedder.calls == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_none_with_index_text_stores_rows_without_vectors(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(embedded_store, "m1", "stored")
     embedder.calls.clear()
     embedded_store.update("memory", "m1", index_text=["p", "q"], embedding=None)
@@ -728,9 +667,8 @@ def test_update_embedding_none_with_index_text_stores_rows_without_vectors(
     assert embedder.calls == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_embedding_none_alone_clears_vectors_and_keeps_rows(
-        embedded_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        embedded_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(embedded_store, "m1", "stored", index_texts=[["a", "b"]])
     assert all(r.vector is not None for r in chunks(db, embedded_store, "m1"))
     assert embedded_store.update("memory", "m1", embedding=None) == 1
@@ -739,18 +677,16 @@ def test_update_embedding_none_alone_clears_vectors_and_keeps_rows(
     assert content_of(embedded_store, "memory", "m1") == "stored"
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_index_text_none_rejects_explicit_vectors(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(vector_store, "m1", "stored")
     with pytest.raises(ValueError, match="index_text=None.*embedding"):
         vector_store.update("memory", "m1", index_text=None, embedding=V1)
     assert chunk_texts(db, vector_store, "m1") == ["stored"]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_index_text_none_accepts_an_empty_vector_payload(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(vector_store, "m1", "stored", embeddings=[V1])
     vector_store.update("memory", "m1", index_text=None, embedding=[])
     assert content_of(vector_store, "memory", "m1") == "stored"
@@ -795,9 +731,8 @@ def test_update_chunk_vectors_must_share_a_dimension(vector_store: OracleDBMemor
     ids=["nan", "negative-inf", "nan-embedding-only", "empty-chunk-vector",
          "nested-list-chunk-vector", "2d-array-embedding-only", "string"],
 )
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_rejects_malformed_vectors(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any], kwargs: dict[str, Any],
+        vector_store: OracleDBMemoryStore, db: StoredRows, kwargs: dict[str, Any],
         error: type[Exception], match: str) -> None:
     add_memory(vector_store, "m1", "stored", embeddings=[V1])
     before = chunks(db, vector_store, "m1")
@@ -815,9 +750,8 @@ def test_update_embedding_rejected_on_a_store_without_vector_storage(
     assert content_of(store, "memory", "m1") == "stored"
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_empty_vector_payload_is_allowed_without_retrieval_text(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(vector_store, "m1", "stored", embeddings=[V1])
     vector_store.update("memory", "m1", content="", embedding=[])
     assert content_of(vector_store, "memory", "m1") == ""
@@ -836,9 +770,8 @@ def test_update_empty_vector_payload_is_rejected_with_retrieval_text(
 
 
 @pytest.mark.parametrize("record_type", ["memory", "fact", "guideline", "preference"])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_content_none_clears_content_and_retrieval_rows(
-        embedded_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
+        embedded_store: OracleDBMemoryStore, db: StoredRows,
         record_type: str) -> None:
     embedded_store.add(["stored"], record_type=record_type, record_ids="r1",
                        index_texts=[["a", "b"]])
@@ -857,9 +790,8 @@ def test_update_content_none_clears_content_and_retrieval_rows(
     ],
     ids=["string-index-text", "chunk-list-index-text", "one-vector", "chunk-vectors"],
 )
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_content_none_cannot_be_combined_with_retrieval_payloads(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any], kwargs: dict[str, Any],
+        vector_store: OracleDBMemoryStore, db: StoredRows, kwargs: dict[str, Any],
         match: str) -> None:
     add_memory(vector_store, "m1", "stored")
     with pytest.raises(ValueError, match=match):
@@ -868,18 +800,16 @@ def test_update_content_none_cannot_be_combined_with_retrieval_payloads(
     assert chunk_texts(db, vector_store, "m1") == ["stored"]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_content_none_accepts_none_retrieval_arguments(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(vector_store, "m1", "stored", embeddings=[V1])
     vector_store.update("memory", "m1", content=None, index_text=None, embedding=None)
     assert content_of(vector_store, "memory", "m1") is None
     assert chunks(db, vector_store) == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_message_content_none_is_rejected(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["hello"], record_type="message", record_ids="msg-1", thread_ids="t1")
     with pytest.raises(ValueError, match="content=None"):
         store.update("message", "msg-1", content=None)
@@ -888,9 +818,8 @@ def test_update_message_content_none_is_rejected(
 
 
 @pytest.mark.parametrize("record_type", ["user_profile", "agent_profile"])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_profile_content_none_is_rejected(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any], record_type: str) -> None:
+        store: OracleDBMemoryStore, db: StoredRows, record_type: str) -> None:
     store.add(["profile text"], record_type=record_type, record_ids="actor-1")
     with pytest.raises(ValueError, match="content=None"):
         store.update(record_type, "actor-1", content=None)
@@ -898,10 +827,9 @@ def test_update_profile_content_none_is_rejected(
     assert chunk_texts(db, store, "actor-1") == ["profile text"]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_text_alias_warns_and_behaves_like_content(
         embedded_store: OracleDBMemoryStore, embedder: HashEmbedder,
-        db: psycopg.Connection[Any]) -> None:
+        db: StoredRows) -> None:
     add_memory(embedded_store, "m1", "old")
     embedder.calls.clear()
     with pytest.warns(DeprecationWarning, match="text"):
@@ -911,9 +839,8 @@ def test_update_text_alias_warns_and_behaves_like_content(
     assert embedder.calls == [["via alias"]]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_text_alias_none_clears_like_content_none(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(store, "m1", "old")
     with pytest.warns(DeprecationWarning):
         store.update("memory", "m1", text=None)
@@ -955,9 +882,8 @@ def test_update_without_any_payload_is_rejected(store: OracleDBMemoryStore) -> N
     ],
     ids=["dimension", "empty-chunk", "non-finite", "metadata"],
 )
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_with_an_invalid_third_record_writes_nothing(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any], kwargs: dict[str, Any],
+        vector_store: OracleDBMemoryStore, db: StoredRows, kwargs: dict[str, Any],
         error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         vector_store.add(["one", "two", "three"], record_type="memory",
@@ -966,9 +892,8 @@ def test_add_with_an_invalid_third_record_writes_nothing(
     assert count_rows(db, vector_store, "record_chunks") == 0
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_with_an_invalid_third_content_writes_nothing(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     with pytest.raises(TypeError, match=r"contents\[2\]"):
         store.add(["one", "two", 3], record_type="memory")
     assert count_rows(db, store, "memory") == 0
@@ -976,9 +901,8 @@ def test_add_with_an_invalid_third_content_writes_nothing(
 
 
 @pytest.mark.parametrize("batch_size", [1, 256])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_colliding_with_an_existing_id_writes_nothing(
-        embedded_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
+        embedded_store: OracleDBMemoryStore, db: StoredRows,
         batch_size: int) -> None:
     add_memory(embedded_store, "taken", "first")
     before = chunks(db, embedded_store)
@@ -990,9 +914,8 @@ def test_add_colliding_with_an_existing_id_writes_nothing(
     assert content_of(embedded_store, "memory", "taken") == "first"
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_message_colliding_with_an_existing_id_writes_nothing(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["hello"], record_type="message", record_ids="msg-1", thread_ids="t1")
     with pytest.raises(ValueError, match="record_ids"):
         store.add(["a", "b"], record_type="message", record_ids=["msg-2", "msg-1"],
@@ -1002,9 +925,8 @@ def test_add_message_colliding_with_an_existing_id_writes_nothing(
     assert chunks(db, store, "msg-2") == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_failed_update_leaves_content_metadata_and_rows_unchanged(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     add_memory(vector_store, "m1", "stored", index_texts=[["a", "b"]], embeddings=[[V1, V2]],
                metadata={"v": 1})
     before = chunks(db, vector_store, "m1")
@@ -1023,7 +945,8 @@ def test_failed_update_leaves_content_metadata_and_rows_unchanged(
 BULK_TEXTS = ["short note", LONG_TEXT, "", "another note", LONG_TEXT.upper()]
 
 
-def _memory_rows(db: psycopg.Connection[Any], store: OracleDBMemoryStore) -> list[tuple[Any, ...]]:
+def _memory_rows(db: psycopg.Connection[Any], store: OracleDBMemoryStore
+                 ) -> list[tuple[Any, ...]]:
     """The memory table, with the expiry as a lifetime (the transaction times differ)."""
     return db.execute(sql.SQL(
         "SELECT id, record_type, thread_id, user_id, agent_id, content, metadata, event_ts, "
@@ -1056,30 +979,28 @@ def _write_workload(store: OracleDBMemoryStore, batch_size: int) -> None:
 @pytest.mark.parametrize("small_batches", [2, 1])
 @pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_bulk_copy_and_batched_inserts_store_the_same_rows(
-        make_store: StoreFactory, embedder: HashEmbedder, db: psycopg.Connection[Any],
-        small_batches: int) -> None:
+        make_store: StoreFactory, embedder: HashEmbedder, db: StoredRows,
+        pg_db: psycopg.Connection[Any], small_batches: int) -> None:
     bulk = make_store(embedder=embedder, chunker=split_sentences)
     batched = make_store(embedder=embedder, chunker=split_sentences)
     _write_workload(bulk, batch_size=small_batches)  # more rows than a batch: binary COPY
     _write_workload(batched, batch_size=1000)  # one INSERT per table
-    assert _memory_rows(db, bulk) == _memory_rows(db, batched)
-    assert _message_rows(db, bulk) == _message_rows(db, batched)
+    assert _memory_rows(pg_db, bulk) == _memory_rows(pg_db, batched)
+    assert _message_rows(pg_db, bulk) == _message_rows(pg_db, batched)
     assert chunks(db, bulk) == chunks(db, batched)
     # What both wrote: a many-chunk record, sequence numbers, vectors, expiry.
     assert chunk_texts(db, bulk, "m1") == split_sentences(LONG_TEXT)
     assert chunk_texts(db, bulk, "m2") == []
-    assert [row[6] for row in _message_rows(db, bulk)] == [0, 1, 2, 3, 4]
+    assert [row[6] for row in _message_rows(pg_db, bulk)] == [0, 1, 2, 3, 4]
     stored = {c.record_id: c for c in chunks(db, bulk) if c.record_type == "fact"}
     for record_id, vector in zip(["f0", "f1", "f2"], [V1, V2, V3], strict=True):
         assert_vector(stored[record_id].vector, vector)
-    lifetimes = {row[0]: row[8] for row in _memory_rows(db, bulk)}
+    lifetimes = {row[0]: row[8] for row in _memory_rows(pg_db, bulk)}
     assert lifetimes["m0"] is not None and lifetimes["m0"].days == 3
     assert lifetimes["m1"] is None
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
-def test_bulk_messages_continue_the_thread_sequence(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+def test_bulk_messages_continue_the_thread_sequence(store: OracleDBMemoryStore) -> None:
     for start in (0, 5):
         store.add([f"m{n}" for n in range(start, start + 5)], "message", thread_ids="t1",
                   record_ids=[f"m{n}" for n in range(start, start + 5)], batch_size=2)
@@ -1101,15 +1022,14 @@ def test_bulk_write_under_row_security_uses_inserts(dds: Any) -> None:
     owner = dds.owner_store(store_id)
     try:
         with psycopg.connect(dds.owner_url, autocommit=True) as conn:
-            assert count_rows(conn, owner, "record_chunks") == 7
+            assert count_rows(PostgresStoredRows(conn), owner, "record_chunks") == 7
     finally:
         owner.close()
 
 
 @pytest.mark.parametrize("batch_size", [1, 256])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_batches_duplicate_in_the_second_batch_writes_nothing(
-        embedded_store: OracleDBMemoryStore, db: psycopg.Connection[Any],
+        embedded_store: OracleDBMemoryStore, db: StoredRows,
         batch_size: int) -> None:
     add_memory(embedded_store, "taken", "first")
     with pytest.raises(DuplicateRecordError) as caught:
@@ -1125,9 +1045,8 @@ def test_add_batches_duplicate_in_the_second_batch_writes_nothing(
     assert content_of(embedded_store, "memory", "taken") == "first"
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_batches_repeating_an_id_across_batches_writes_nothing(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     with pytest.raises(ValueError, match="'x2' across batches"):
         store.add_batches([
             PendingRecordBatch(contents=["a", "b"], record_type="memory", record_ids=["x1", "x2"]),
@@ -1147,9 +1066,8 @@ def test_generated_record_ids_are_distinct_version_4_uuids(store: OracleDBMemory
         assert parsed.variant == uuid.RFC_4122
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_one_value_for_all_records_is_checked_once_and_applies_to_each(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     with pytest.raises(ValueError, match=r"user_ids\[0\] must not be empty"):
         store.add(["a", "b"], "memory", user_ids=" ")
     with pytest.raises(TypeError, match=r"user_ids\[1\] must be a str or None"):
@@ -1173,9 +1091,8 @@ def test_add_clamps_a_shared_ttl_per_record_with_a_warning(make_store: StoreFact
     assert len([w for w in caught if "max_ttl_days" in str(w.message)]) == 2
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_mixed_vector_forms_are_stored_alike(
-        vector_store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        vector_store: OracleDBMemoryStore, db: StoredRows) -> None:
     vector_store.add(["a", "b", "c"], "memory", record_ids=["a", "b", "c"],
                      embeddings=[V1, np.asarray(V2, dtype=np.float32), (0, 0, 1)])
     stored = {c.record_id: c for c in chunks(db, vector_store)}
@@ -1184,9 +1101,8 @@ def test_add_mixed_vector_forms_are_stored_alike(
         assert stored[record_id].text == record_id
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_reports_the_first_invalid_record_first(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     # Record 0 has bad content, record 1 a bad lifetime (checked before content): the error
     # is record 0's, as when the records are checked one after the other.
     with pytest.raises(TypeError, match=r"contents\[0\] must be a str or None"):

@@ -1,0 +1,133 @@
+"""What a store wrote, read straight from its tables on the engine under test.
+
+Behavioural tests that check the rows behind a write (the retrieval rows of
+``<store>_record_chunks``, a table's row count) read them here instead of through psycopg, so
+they run unchanged on every engine: :func:`open_stored_rows` takes the connection source the
+``database_url`` fixture gives (a PostgreSQL URL, or an Oracle pool as the store owner).
+
+The Oracle reader is NOT YET RUN against a database (none is reachable where it was written);
+it reads the same columns (``ddl.py`` of the Oracle engine), with the names resolved by the
+engine's own rules, the CLOB fetched as a string and the VECTOR as a list of floats. Oracle
+stores an empty string as NULL, so an empty ``chunk_text`` reads back as ``None`` there: a real
+difference between the engines, which a test that asserts ``""`` will show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import oracledb
+import psycopg
+from oracleagentmemory.core import OracleDBMemoryStore
+from oracleagentmemory.engines.oracle.names import OracleObjects
+from psycopg import sql
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """One row of ``<store>_record_chunks``."""
+
+    record_type: str
+    record_id: str
+    chunk_no: int
+    text: str | None
+    vector: list[float] | None
+    dims: int | None
+
+
+class StoredRows(Protocol):
+    """Reads what a store wrote (one engine's implementation)."""
+
+    def chunks(self, store: OracleDBMemoryStore,
+               record_id: str | None = None) -> list[StoredChunk]:
+        """Retrieval rows of ``store`` (of one record when ``record_id`` is given), ordered
+        by record id and chunk number."""
+
+    def count(self, store: OracleDBMemoryStore, table: str) -> int:
+        """How many rows managed table ``table`` of ``store`` holds."""
+
+
+class PostgresStoredRows:
+    """The PostgreSQL reader: one autocommit psycopg connection."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    @staticmethod
+    def _table(store: OracleDBMemoryStore, name: str) -> sql.Composable:
+        table = store._names.table(name)
+        if store._names.schema:
+            return sql.Identifier(store._names.schema, table)
+        return sql.Identifier(table)
+
+    def chunks(self, store: OracleDBMemoryStore,
+               record_id: str | None = None) -> list[StoredChunk]:
+        vector = sql.SQL("embedding::real[], vector_dims(embedding)") if store.vector_dim else (
+            sql.SQL("NULL::real[], NULL::integer"))
+        query = sql.SQL(
+            "SELECT record_type, record_id, chunk_no, chunk_text, {} FROM {} "
+            "WHERE %(id)s::text IS NULL OR record_id = %(id)s ORDER BY record_id, chunk_no"
+        ).format(vector, self._table(store, "record_chunks"))
+        rows = self.conn.execute(query, {"id": record_id}).fetchall()
+        return [StoredChunk(*row) for row in rows]
+
+    def count(self, store: OracleDBMemoryStore, table: str) -> int:
+        row = self.conn.execute(
+            sql.SQL("SELECT count(*) FROM {}").format(self._table(store, table))).fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+class OracleStoredRows:
+    """The Oracle reader: one connection from the owner's pool (NOT YET RUN, see above)."""
+
+    def __init__(self, conn: oracledb.Connection) -> None:
+        self.conn = conn
+
+    def _objects(self, store: OracleDBMemoryStore) -> OracleObjects:
+        """The store's names, owned by its schema or else by the session user (the owner)."""
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT USER FROM dual")
+            row = cur.fetchone()
+        assert row is not None
+        return OracleObjects.of(store._names, str(row[0]))
+
+    def chunks(self, store: OracleDBMemoryStore,
+               record_id: str | None = None) -> list[StoredChunk]:
+        table = self._objects(store).table("record_chunks")
+        vector = "embedding" if store.vector_dim else "NULL"
+        with self.conn.cursor() as cur:
+            cur.execute(
+                f"SELECT record_type, record_id, chunk_no, chunk_text, {vector} FROM {table} "
+                "WHERE :id IS NULL OR record_id = :id ORDER BY record_id, chunk_no",
+                {"id": record_id}, fetch_lobs=False)
+            rows = cur.fetchall()
+        chunks = []
+        for record_type, rid, chunk_no, text, embedding in rows:
+            values = None if embedding is None else [float(x) for x in embedding]
+            chunks.append(StoredChunk(record_type, rid, int(chunk_no), text, values,
+                                      None if values is None else len(values)))
+        return chunks
+
+    def count(self, store: OracleDBMemoryStore, table: str) -> int:
+        with self.conn.cursor() as cur:
+            cur.execute(f"SELECT COUNT(*) FROM {self._objects(store).table(table)}")
+            row = cur.fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+@contextmanager
+def open_stored_rows(source: object) -> Iterator[StoredRows]:
+    """A reader on ``source``: a PostgreSQL URL, or an ``oracledb`` pool."""
+    if isinstance(source, str):
+        with psycopg.connect(source, autocommit=True) as conn:
+            yield PostgresStoredRows(conn)
+        return
+    if not isinstance(source, oracledb.ConnectionPool):
+        raise TypeError(f"no stored-row reader for {type(source).__name__}")
+    with source.acquire() as conn:
+        yield OracleStoredRows(conn)
