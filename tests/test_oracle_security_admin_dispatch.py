@@ -92,6 +92,15 @@ def test_the_engine_opens_and_closes_its_own_pool_from_an_oracle_url(oracle_url:
         pool.acquire()
 
 
+def test_the_engine_takes_oracle_urls_and_needs_their_password(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert OracleEngine.accepts("oracle://u@db.example.com/FREEPDB1")
+    assert not OracleEngine.accepts("postgresql://u@localhost/db")
+    monkeypatch.delenv(PASSWORD_ENV, raising=False)
+    with pytest.raises(InvalidArgumentError, match=PASSWORD_ENV):
+        make_engine(f"oracle+tcp://oam_owner@127.0.0.1:{closed_port()}/FREEPDB1")
+
+
 def test_a_store_on_an_oracle_url_reaches_the_engine_and_reports_the_database_unavailable(
         oracle_url: str) -> None:
     with pytest.raises(DatabaseUnavailableError):
