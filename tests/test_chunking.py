@@ -2,7 +2,8 @@
 
 The store splits retrieval text it owns (``contents`` or a ``str`` index text) with its chunker;
 caller-owned chunk lists and single explicit vectors are never split. The integration tests read
-``<store>_record_chunks`` directly with psycopg to check the rows written.
+``<store>_record_chunks`` directly (``tests/stored_rows.py``, on the engine under test) to check
+the rows written.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from itertools import pairwise
 from typing import Any
 
 import numpy as np
-import psycopg
 import pytest
 from conftest import StoreFactory
 from hypothesis import given, settings
@@ -20,12 +20,7 @@ from hypothesis import strategies as st
 from oracleagentmemory.core import OracleDBMemoryStore
 from oracleagentmemory.core.chunking import DEFAULT_CHUNKER, TextChunker
 from oracleagentmemory.core.embedders import HashingEmbedder
-from psycopg import sql
-
-POSTGRESQL_ONLY = (
-    "reads the chunk rows straight from PostgreSQL with psycopg (an Oracle twin needs an "
-    "engine-neutral row reader)")
-"""Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
+from stored_rows import StoredRows, open_stored_rows
 
 # --- helpers -------------------------------------------------------------------------------------
 
@@ -315,10 +310,10 @@ SMALL = TextChunker(size=50, overlap=10)
 
 
 @pytest.fixture
-def db(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
-    """A direct connection to inspect what the store wrote."""
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        yield conn
+def db(database_url: object) -> Iterator[StoredRows]:
+    """Reads what the store wrote, on the engine under test (``tests/stored_rows.py``)."""
+    with open_stored_rows(database_url) as rows:
+        yield rows
 
 
 @pytest.fixture
@@ -326,22 +321,18 @@ def embedder() -> HashingEmbedder:
     return HashingEmbedder(dimension=32)
 
 
-def chunk_rows(db: psycopg.Connection[Any], store: OracleDBMemoryStore,
+def chunk_rows(db: StoredRows, store: OracleDBMemoryStore,
                record_id: str) -> list[tuple[int, str | None, list[float] | None]]:
     """``(chunk_no, chunk_text, embedding)`` of one record's retrieval rows, in chunk order."""
-    vector = sql.SQL("embedding::real[]") if store.vector_dim else sql.SQL("NULL::real[]")
-    query = sql.SQL(
-        "SELECT chunk_no, chunk_text, {} FROM {} WHERE record_id = %s ORDER BY chunk_no"
-    ).format(vector, sql.Identifier(store._names.table("record_chunks")))
-    return [(int(n), text, vec) for n, text, vec in db.execute(query, [record_id]).fetchall()]
+    return [(c.chunk_no, c.text, c.vector) for c in db.chunks(store, record_id)]
 
 
-def texts_of(db: psycopg.Connection[Any], store: OracleDBMemoryStore,
+def texts_of(db: StoredRows, store: OracleDBMemoryStore,
              record_id: str) -> list[str | None]:
     return [text for _, text, _ in chunk_rows(db, store, record_id)]
 
 
-def assert_each_row_embeds_its_own_text(db: psycopg.Connection[Any],
+def assert_each_row_embeds_its_own_text(db: StoredRows,
                                         store: OracleDBMemoryStore, record_id: str,
                                         embedder: HashingEmbedder) -> None:
     rows = chunk_rows(db, store, record_id)
@@ -351,9 +342,8 @@ def assert_each_row_embeds_its_own_text(db: psycopg.Connection[Any],
         np.testing.assert_allclose(vector, embedder.embed([text])[0], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_chunker_splits_long_content_into_rows(
-        make_store: StoreFactory, db: psycopg.Connection[Any],
+        make_store: StoreFactory, db: StoredRows,
         embedder: HashingEmbedder) -> None:
     store = make_store(embedder=embedder, chunker=SMALL)
 
@@ -367,9 +357,8 @@ def test_store_chunker_splits_long_content_into_rows(
     assert store.get("memory", record_id).content == LONG_TEXT  # type: ignore[union-attr]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_chunker_splits_a_str_index_text(
-        make_store: StoreFactory, db: psycopg.Connection[Any],
+        make_store: StoreFactory, db: StoredRows,
         embedder: HashingEmbedder) -> None:
     store = make_store(embedder=embedder, chunker=SMALL)
 
@@ -379,9 +368,8 @@ def test_store_chunker_splits_a_str_index_text(
     assert_each_row_embeds_its_own_text(db, store, record_id, embedder)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_writes_caller_owned_chunks_as_is(
-        make_store: StoreFactory, db: psycopg.Connection[Any],
+        make_store: StoreFactory, db: StoredRows,
         embedder: HashingEmbedder) -> None:
     store = make_store(embedder=embedder, chunker=SMALL)
     owned = [LONG_TEXT[:120], LONG_TEXT[120:]]  # both longer than the chunk size
@@ -392,9 +380,8 @@ def test_store_writes_caller_owned_chunks_as_is(
     assert_each_row_embeds_its_own_text(db, store, record_id, embedder)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_keeps_one_row_for_a_single_explicit_vector(
-        make_store: StoreFactory, db: psycopg.Connection[Any],
+        make_store: StoreFactory, db: StoredRows,
         embedder: HashingEmbedder) -> None:
     store = make_store(embedder=embedder, chunker=SMALL)
     vector = embedder.embed(["my own vector"])[0]
@@ -406,9 +393,8 @@ def test_store_keeps_one_row_for_a_single_explicit_vector(
     np.testing.assert_allclose(stored, vector, rtol=1e-6)  # type: ignore[arg-type]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_without_chunker_never_splits(
-        make_store: StoreFactory, db: psycopg.Connection[Any],
+        make_store: StoreFactory, db: StoredRows,
         embedder: HashingEmbedder) -> None:
     store = make_store(embedder=embedder, chunker=None)
     long_text = " ".join([LONG_TEXT] * 20)  # over 5,000 characters
@@ -419,9 +405,8 @@ def test_store_without_chunker_never_splits(
     assert_each_row_embeds_its_own_text(db, store, record_id, embedder)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_default_chunker_keeps_a_1000_character_text_whole(
-        make_store: StoreFactory, db: psycopg.Connection[Any],
+        make_store: StoreFactory, db: StoredRows,
         embedder: HashingEmbedder) -> None:
     store = make_store(embedder=embedder)
     text = (LONG_TEXT + " ") * 4
@@ -433,9 +418,8 @@ def test_store_default_chunker_keeps_a_1000_character_text_whole(
     assert_each_row_embeds_its_own_text(db, store, record_id, embedder)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_default_chunker_splits_a_5000_character_text(
-        make_store: StoreFactory, db: psycopg.Connection[Any],
+        make_store: StoreFactory, db: StoredRows,
         embedder: HashingEmbedder) -> None:
     store = make_store(embedder=embedder)
     text = numbered_words(1100)[:5000].rstrip()
@@ -450,9 +434,8 @@ def test_store_default_chunker_splits_a_5000_character_text(
     assert_each_row_embeds_its_own_text(db, store, record_id, embedder)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_update_rechunks_new_content(
-        make_store: StoreFactory, db: psycopg.Connection[Any],
+        make_store: StoreFactory, db: StoredRows,
         embedder: HashingEmbedder) -> None:
     store = make_store(embedder=embedder, chunker=SMALL)
     [record_id] = store.add(["short note"], record_type="memory")
@@ -463,9 +446,8 @@ def test_store_update_rechunks_new_content(
     assert_each_row_embeds_its_own_text(db, store, record_id, embedder)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_store_update_writes_a_caller_owned_index_text_list_as_is(
-        make_store: StoreFactory, db: psycopg.Connection[Any],
+        make_store: StoreFactory, db: StoredRows,
         embedder: HashingEmbedder) -> None:
     store = make_store(embedder=embedder, chunker=SMALL)
     [record_id] = store.add([LONG_TEXT], record_type="memory")
