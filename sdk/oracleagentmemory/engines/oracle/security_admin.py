@@ -152,7 +152,10 @@ class OracleSecurityAdmin(SecurityAdmin):
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         """Refuse an end-user session, run the work, commit (or roll back). DDL has committed
-        itself already: see the module docstring."""
+        itself already: see the module docstring. A transaction the caller left open on a
+        connection it gave is neither committed nor rolled back here (but Oracle commits it at
+        the first DDL statement, as it commits any transaction)."""
+        caller_transaction = self._conn.transaction_in_progress
         end_user = self.current_end_user()
         if end_user is not None:
             raise EndUserContextError(
@@ -162,13 +165,15 @@ class OracleSecurityAdmin(SecurityAdmin):
         try:
             yield
         except BaseException:
-            with suppress(oracledb.Error):
-                self._conn.rollback()
+            if not caller_transaction:
+                with suppress(oracledb.Error):
+                    self._conn.rollback()
             raise
-        try:
-            self._conn.commit()
-        except oracledb.Error as exc:
-            raise translate(exc) from exc
+        if not caller_transaction:
+            try:
+                self._conn.commit()
+            except oracledb.Error as exc:
+                raise translate(exc) from exc
 
     def close(self) -> None:
         if self._owned:
@@ -231,7 +236,12 @@ class OracleSecurityAdmin(SecurityAdmin):
         columns; the copies a group's mapped role carries are rewritten too."""
         objects = _objects(names)
         role = store_data_role(objects, policy.name)
-        create = None if self._role_mapping(role) is not None else ddl.create_local_role(role)
+        mapping = self._role_mapping(role)
+        if mapping:
+            raise InvalidArgumentError(
+                f"data role {role} exists but is mapped to {mapping!r}: it is not this store's "
+                "local data role; drop it (DROP DATA ROLE) first", argument="policies")
+        create = None if mapping is not None else ddl.create_local_role(role)
         columns = self._columns(objects)
         self._ddl(ddl.install_policy(policy, _target(objects, role, columns), create))
         self._resolved[role] = (objects, policy)
