@@ -16,6 +16,11 @@ of a sequence leaves a safe state that running the whole sequence again repairs:
   re-run rewrites them over the current columns);
 - removing: the data grants first, then the role; mandatory data grants stay enabled (removing a
   policy must never open a table).
+
+Not verified live (no Oracle database here; the guide does not say): that ``SET USE DATA GRANTS
+ONLY ... ENABLED`` on a table where it is already enabled succeeds (a re-run issues it again),
+and that ``DROP DATA ROLE`` takes the role's grants to end users with it (the guide says so of
+``DROP END USER`` and data grants).
 """
 
 from __future__ import annotations

@@ -70,7 +70,9 @@ def group_mapping(principal: str) -> str:
 
 def principal_of_mapping(mapping: str) -> str | None:
     """The ``"<provider>:<group>"`` a ``MAPPED TO`` text stands for (``None``: not a group
-    mapping this SDK makes)."""
+    mapping this SDK makes). Reads ``DBA_DATA_ROLES.MAPPED_TO`` on the assumption that it holds
+    the text exactly as ``CREATE DATA ROLE ... MAPPED TO`` gave it (documented as the "external
+    name"; not verified live)."""
     key, separator, group = mapping.partition("=")
     for provider, expected in MAPPING_KEYS.items():
         if separator and key == expected and group:
