@@ -8,16 +8,18 @@ pattern checks instead). Binds, input sizes and the pure helpers are checked dir
 
 The recursive graph walk's logic is also run, on the embedded PostgreSQL, after a translation
 that changes only spelling (``WITH RECURSIVE``, ``CYCLE ... USING path``, ``varchar``, psycopg
-binds), against a breadth-first reference of the core's hop-by-hop walk on random graphs: this
-checks the query's anchor, recursion bound, cycle handling and hop numbering, not Oracle's
-acceptance of the text. The same way, ``select_relations`` (limit and order),
-``links_touching`` and the owner rules (``memory_types``, ``lifecycle_targets_from``,
-``delete_links_of``, ``recompute_status``) are run next to the PostgreSQL engine's functions on
-the same random rows, and must return and leave the same rows.
+binds), against a breadth-first reference of the core's hop-by-hop walk on random graphs with
+links to ids that are no visible memory: this checks the query's anchor, recursion bound,
+cycle handling, visibility rule, order and row limit, not Oracle's acceptance of the text.
+The same way, ``select_relations`` (limit and order), ``links_touching`` and the owner rules
+(``memory_types``, ``lifecycle_targets_from``, ``delete_links_of``, ``recompute_status``) are
+run next to the PostgreSQL engine's functions on the same random rows, and must return and
+leave the same rows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -87,7 +89,7 @@ def scenarios() -> dict[str, list[OracleStatement]]:
         "lifecycle": [recompute, relations.lifecycle_targets_from(
             o, "m.thread_id = :thread_id", {"thread_id": "t1"})],
         "graph": [relations.links_touching(o, ["m1", "m2"]),
-                  relations.links_within_hops(o, ["m1"], 3)],
+                  relations.links_within_hops(o, ["m1"], 3, 101)],
     }
 
 
@@ -138,7 +140,7 @@ def test_positive_control_a_broken_statement_is_caught(broken: str) -> None:
 
 
 def test_the_recursive_walk_keeps_its_cycle_clause() -> None:
-    statement = relations.links_within_hops(objects(), ["m1"], 2).sql
+    statement = relations.links_within_hops(objects(), ["m1"], 2, 10).sql
     tree = parse(statement)
     assert "CYCLE node_id SET is_cycle TO 'Y' DEFAULT 'N'" in tree.sql("oracle")
     with_ = tree.args.get("with_") or tree.args.get("with")
@@ -223,13 +225,17 @@ def test_memory_pairs_bind_as_json_objects() -> None:
                                             {"id": "g1", "owner": None}]}
 
 
-def test_hop_bound_is_checked() -> None:
-    statement = relations.links_within_hops(objects(), ["m1"], 2)
-    assert statement.binds == {"node_ids": ["m1"], "max_hops": 2}
-    assert statement.columns[-1] == "hop"
+def test_hop_bound_and_row_limit_are_checked() -> None:
+    statement = relations.links_within_hops(objects(), ["m1"], 2, 7)
+    assert statement.binds == {"node_ids": ["m1"], "max_hops": 2, "row_limit": 7}
+    assert statement.columns == relations.RELATION_KEYS  # the rows of links_touching
+    assert statement.sql.endswith("ORDER BY l.row_seq FETCH FIRST :row_limit ROWS ONLY")
     for bad in (0, relations.MAX_RECURSIVE_HOPS + 1, True, 2.0):
         with pytest.raises(InvalidArgumentError):
-            relations.links_within_hops(objects(), ["m1"], bad)  # type: ignore[arg-type]
+            relations.links_within_hops(objects(), ["m1"], bad, 7)  # type: ignore[arg-type]
+    for bad_limit in (0, -1, True, 1.5):
+        with pytest.raises(InvalidArgumentError):
+            relations.links_within_hops(objects(), ["m1"], 2, bad_limit)  # type: ignore[arg-type]
 
 
 # --- rows and errors --------------------------------------------------------------------------
@@ -280,85 +286,114 @@ def postgres_dialect(statement: str) -> str:
     """The Oracle walk in PostgreSQL's words, changing only what PostgreSQL spells otherwise:
     ``WITH RECURSIVE``, ``varchar``, ``CYCLE ... USING path``, no ``SYS_EXTRACT_UTC`` (the
     timestamps are not compared), psycopg binds. The logic (anchor, recursive member, cycle
-    clause, hop numbering, final select) is the Oracle text's own."""
+    clause, visibility checks, final select, order and row limit) is the Oracle text's own."""
     translated = statement.replace("WITH seeds", "WITH RECURSIVE seeds", 1)
     translated = translated.replace("VARCHAR2(128 CHAR)", "varchar(128)")
     translated = translated.replace("DEFAULT 'N' ", "DEFAULT 'N' USING path ", 1)
     translated = re.sub(r"SYS_EXTRACT_UTC\((l\.\w+)\)", r"\1", translated)
     translated = translated.replace(":node_ids", "%(node_ids)s::jsonb")
+    translated = translated.replace(":row_limit", "(%(row_limit)s::int)")
     return translated.replace(":max_hops", "%(max_hops)s::int")
 
 
-def expected_walk(edges: list[tuple[str, str]], seeds: list[str], hops: int
-                  ) -> list[tuple[str, int]]:
-    """What the core's hop-by-hop walk fetches when no node is filtered out: breadth-first
-    distances, then every link touching a node nearer than ``hops``, at its nearest
-    endpoint's distance plus one; ordered by hop, then creation."""
+def expected_walk(edges: list[tuple[str, str]], seeds: list[str], hops: int,
+                  visible: set[str]) -> list[str]:
+    """What the core's hop-by-hop walk could fetch when no visible memory is filtered out:
+    breadth-first along links whose two ends are visible memories, then every link touching a
+    node nearer than ``hops``, in creation order."""
     distance = {seed: 0 for seed in seeds}
     frontier = list(dict.fromkeys(seeds))
     for hop in range(1, hops):
         nxt = []
         for a, b in edges:
+            if a not in visible or b not in visible:
+                continue
             for here, there in ((a, b), (b, a)):
                 if here in frontier and there not in distance:
                     distance[there] = hop
                     nxt.append(there)
         frontier = nxt
-    found = []
+    return [f"r{n}" for n, (a, b) in enumerate(edges) if a in distance or b in distance]
+
+
+def walk_tables(conn: psycopg.Connection[Any], edges: list[tuple[str, str]],
+                memories: list[str]) -> None:
+    """The link and memory tables of the Oracle names, in PostgreSQL; ``row_seq`` is the
+    order of ``edges``."""
+    conn.execute('CREATE SCHEMA "OAM_OWNER"')
+    conn.execute(
+        'CREATE TABLE "OAM_OWNER"."ST_MEMORY_LINK" (id varchar(128), source_id varchar(128), '
+        "source_type text, target_id varchar(128), target_type text, relation_type text, "
+        "opposite_relation_type text, event_ts timestamptz, metadata jsonb, "
+        "created_at timestamptz DEFAULT now(), row_seq bigint GENERATED ALWAYS AS IDENTITY)")
+    conn.execute('CREATE TABLE "OAM_OWNER"."ST_MEMORY" (id varchar(128))')
     for n, (a, b) in enumerate(edges):
-        near = [distance[x] for x in (a, b) if x in distance]
-        if near:
-            found.append((n, min(near) + 1))
-    return [(f"r{n}", hop) for n, hop in sorted(found, key=lambda item: (item[1], item[0]))]
+        conn.execute(
+            'INSERT INTO "OAM_OWNER"."ST_MEMORY_LINK" (id, source_id, source_type, '
+            "target_id, target_type, relation_type, opposite_relation_type) VALUES "
+            "(%s, %s, 'fact', %s, 'fact', 'refines', 'refined_by')", (f"r{n}", a, b))
+    for memory in memories:
+        conn.execute('INSERT INTO "OAM_OWNER"."ST_MEMORY" (id) VALUES (%s)', (memory,))
 
 
-@pytest.mark.parametrize("trial", range(6))
+def run_walk(conn: psycopg.Connection[Any], statement: OracleStatement) -> list[str]:
+    rows = conn.execute(postgres_dialect(statement.sql), {
+        "node_ids": json.dumps(statement.named_binds()["node_ids"]),
+        "max_hops": statement.named_binds()["max_hops"],
+        "row_limit": statement.named_binds()["row_limit"]}).fetchall()
+    assert all(len(r) == len(statement.columns) for r in rows)
+    return [r[0] for r in rows]
+
+
+@pytest.mark.parametrize("trial", range(8))
 def test_the_recursive_walk_matches_the_breadth_first_walk(pg_url: str, trial: int) -> None:
     rng = random.Random(trial)
     nodes = [f"m{n}" for n in range(12)]
+    visible = set(rng.sample(nodes, 9))  # links to the others lead to no visible memory
     pairs = {tuple(sorted(rng.sample(nodes, 2))) for _ in range(rng.randint(6, 20))}
     edges = [(a, b) if rng.random() < 0.5 else (b, a) for a, b in sorted(pairs)]
-    seeds = rng.sample(nodes, rng.randint(1, 3))
+    rng.shuffle(edges)  # creation order is not id order
+    seeds = rng.sample(sorted(visible), rng.randint(1, 3))
     hops = rng.randint(1, 4)
-    statement = relations.links_within_hops(objects(), seeds, hops)
+    expected = expected_walk(edges, seeds, hops, visible)
     with psycopg.connect(pg_url) as conn:
-        conn.execute('CREATE SCHEMA "OAM_OWNER"')
-        conn.execute(
-            'CREATE TABLE "OAM_OWNER"."ST_MEMORY_LINK" (id varchar(128), source_id varchar(128), '
-            "source_type text, target_id varchar(128), target_type text, relation_type text, "
-            "opposite_relation_type text, event_ts timestamptz, metadata jsonb, "
-            "created_at timestamptz DEFAULT now(), row_seq bigint GENERATED ALWAYS AS IDENTITY)")
-        for n, (a, b) in enumerate(edges):
-            conn.execute(
-                'INSERT INTO "OAM_OWNER"."ST_MEMORY_LINK" (id, source_id, source_type, '
-                "target_id, target_type, relation_type, opposite_relation_type) VALUES "
-                "(%s, %s, 'fact', %s, 'fact', 'refines', 'refined_by')", (f"r{n}", a, b))
-        rows = conn.execute(postgres_dialect(statement.sql),
-                            {"node_ids": json.dumps(seeds), "max_hops": hops}).fetchall()
+        walk_tables(conn, edges, sorted(visible))
+        found = run_walk(conn, relations.links_within_hops(objects(), seeds, hops, 100))
+        if expected:  # the row limit keeps the first links in creation order
+            limited = run_walk(conn, relations.links_within_hops(
+                objects(), seeds, hops, max(1, len(expected) - 1)))
         conn.rollback()
-    assert [(r[0], r[-1]) for r in rows] == expected_walk(edges, seeds, hops)
-    assert all(len(r) == len(statement.columns) for r in rows)
+    assert found == expected
+    if expected:
+        assert limited == expected[:max(1, len(expected) - 1)]
 
 
 def test_positive_control_the_walk_comparison_sees_a_wrong_hop_bound(pg_url: str) -> None:
     edges = [("m0", "m1"), ("m1", "m2"), ("m2", "m3")]  # a path: one more hop, one more link
-    statement = relations.links_within_hops(objects(), ["m0"], 2)
-    wrong = postgres_dialect(statement.sql).replace("w.hop + 1 < ", "w.hop < ")
+    statement = relations.links_within_hops(objects(), ["m0"], 2, 100)
+    wrong = dataclasses.replace(statement, sql=statement.sql.replace("w.hop + 1 < ", "w.hop < "))
     with psycopg.connect(pg_url) as conn:
-        conn.execute('CREATE SCHEMA "OAM_OWNER"')
-        conn.execute('CREATE TABLE "OAM_OWNER"."ST_MEMORY_LINK" (id varchar(128), source_id '
-                     "varchar(128), source_type text, target_id varchar(128), target_type text, "
-                     "relation_type text, opposite_relation_type text, event_ts timestamptz, "
-                     "metadata jsonb, created_at timestamptz, row_seq bigint)")
-        for n, (a, b) in enumerate(edges):
-            conn.execute('INSERT INTO "OAM_OWNER"."ST_MEMORY_LINK" (id, source_id, target_id, '
-                         "row_seq) VALUES (%s, %s, %s, %s)", (f"r{n}", a, b, n))
-        right_rows = conn.execute(postgres_dialect(statement.sql),
-                                  {"node_ids": '["m0"]', "max_hops": 2}).fetchall()
-        wrong_rows = conn.execute(wrong, {"node_ids": '["m0"]', "max_hops": 2}).fetchall()
+        walk_tables(conn, edges, ["m0", "m1", "m2", "m3"])
+        right_rows, wrong_rows = run_walk(conn, statement), run_walk(conn, wrong)
         conn.rollback()
-    assert [(r[0], r[-1]) for r in right_rows] == expected_walk(edges, ["m0"], 2)
-    assert [(r[0], r[-1]) for r in wrong_rows] != expected_walk(edges, ["m0"], 2)
+    expected = expected_walk(edges, ["m0"], 2, {"m0", "m1", "m2", "m3"})
+    assert right_rows == expected == ["r0", "r1"]
+    assert wrong_rows != expected
+
+
+def test_positive_control_the_walk_comparison_sees_a_missing_visibility_check(
+        pg_url: str) -> None:
+    edges = [("m0", "x1"), ("x1", "m2")]  # x1 is no memory the session can see
+    statement = relations.links_within_hops(objects(), ["m0"], 3, 100)
+    unchecked = dataclasses.replace(statement, sql=re.sub(
+        r" AND EXISTS \(SELECT 1 FROM \S+ m WHERE m\.id = l\.\w+\)", "", statement.sql))
+    assert unchecked.sql != statement.sql
+    with psycopg.connect(pg_url) as conn:
+        walk_tables(conn, edges, ["m0", "m2"])
+        checked_rows, unchecked_rows = run_walk(conn, statement), run_walk(conn, unchecked)
+        conn.rollback()
+    assert checked_rows == expected_walk(edges, ["m0"], 3, {"m0", "m2"}) == ["r0"]
+    assert unchecked_rows == ["r0", "r1"]
 
 
 # --- the owner rules, run on the embedded PostgreSQL against the PostgreSQL engine -------------

@@ -1,4 +1,12 @@
-"""Graph expansion of search results over memory links (breadth-first, shortest-path tree)."""
+"""Graph expansion of search results over memory links (breadth-first, shortest-path tree).
+
+The links come from one recursive query (:meth:`EngineSession.links_within_hops`: every visible
+link within ``num_hops`` of the roots, at most :data:`GRAPH_EDGE_LIMIT`), and the memories at
+their ends from one more; the breadth-first walk then runs here, over that edge set, exactly as
+it runs hop by hop. Past the limit, or on an engine without the recursive query, the expansion
+walks hop by hop instead (two round trips per hop: the links touching the frontier, and the
+memories at their other ends); both ways build the same trees.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +24,10 @@ from oracleagentmemory.errors import OperationTimeoutError
 GRAPH_EXPANSION_TIMEOUT_SECONDS = 5.0
 """Wall-clock bound of one search's graph expansion; past it, ``search`` raises TimeoutError."""
 
+GRAPH_EDGE_LIMIT = 10_000
+"""The most links the recursive query of one search fetches; past it the expansion falls back to
+the hop-by-hop walk (which fetches only what each hop's frontier touches)."""
+
 Children = dict[str, list[tuple[RecordRelation, dict[str, Any]]]]
 """One root's tree: record id -> ``(relation, linked row)`` pairs, in attachment order."""
 
@@ -23,7 +35,7 @@ Children = dict[str, list[tuple[RecordRelation, dict[str, Any]]]]
 def expand_results(session: EngineSession,
                    results: list[tuple[Record, float]], plan: SearchPlan, num_hops: int,
                    max_linked: int, timeout: float = GRAPH_EXPANSION_TIMEOUT_SECONDS,
-                   ) -> list[tuple[Record, float]]:
+                   edge_limit: int = GRAPH_EDGE_LIMIT) -> list[tuple[Record, float]]:
     """``results`` with linked memories attached to each direct memory result.
 
     From each root, links are followed in both directions for up to ``num_hops`` hops; each
@@ -37,7 +49,7 @@ def expand_results(session: EngineSession,
     if num_hops == 0 or max_linked == 0 or not roots:
         return results
     trees = _shortest_path_trees(session, [results[n][0] for n in roots], plan,
-                                 num_hops, max_linked, timeout)
+                                 num_hops, max_linked, timeout, edge_limit)
     expanded = list(results)
     for n, children in zip(roots, trees, strict=True):
         record, distance = results[n]
@@ -47,25 +59,59 @@ def expand_results(session: EngineSession,
     return expanded
 
 
+class _Reach:
+    """Every link within reach of the roots (creation order) and the allowed memories at their
+    ends, fetched once; each hop then reads what :meth:`EngineSession.links_touching` and
+    :meth:`EngineSession.select_linked_memories` would have returned for its frontier."""
+
+    def __init__(self, links: list[dict[str, Any]], allowed: dict[str, dict[str, Any]]) -> None:
+        self.links = links
+        self.allowed = allowed
+
+    def touching(self, node_ids: list[str]) -> list[dict[str, Any]]:
+        nodes = set(node_ids)
+        return [link for link in self.links
+                if link["source_id"] in nodes or link["target_id"] in nodes]
+
+
+def _reach(session: EngineSession, roots: list[Record], plan: SearchPlan, num_hops: int,
+           edge_limit: int) -> _Reach | None:
+    """The links within ``num_hops`` of the roots from one recursive query, or ``None`` (past
+    ``edge_limit``, or an engine without it: walk hop by hop)."""
+    links = session.links_within_hops(sorted({root.id for root in roots}), num_hops, edge_limit)
+    if links is None:
+        return None
+    return _Reach(links, _allowed(session, links, plan))
+
+
+def _allowed(session: EngineSession, links: list[dict[str, Any]], plan: SearchPlan
+             ) -> dict[str, dict[str, Any]]:
+    """The memories at the ends of ``links`` that the search's filters let through, by id."""
+    ends = sorted({link["source_id"] for link in links} | {link["target_id"] for link in links})
+    return {row["id"]: row for row in session.select_linked_memories(ends, plan)}
+
+
 def _shortest_path_trees(session: EngineSession, roots: list[Record],
                          plan: SearchPlan, num_hops: int, max_linked: int,
-                         timeout: float) -> list[Children]:
-    """One breadth-first tree per root (hop by hop, every root's frontier in one query)."""
+                         timeout: float, edge_limit: int) -> list[Children]:
+    """One breadth-first tree per root (every root's frontier at once, hop by hop, over the
+    links of one recursive query or, past its limit, of one query per hop)."""
     deadline = time.monotonic() + timeout
     trees: list[Children] = [{} for _ in roots]
     visited = [{root.id} for root in roots]
     attached = [0] * len(roots)
     frontiers = [[root.id] for root in roots]
+    reach = _reach(session, roots, plan, num_hops, edge_limit)
+    _check_deadline(deadline, timeout)
     for _hop in range(num_hops):
         frontier_ids = sorted({node for nodes in frontiers for node in nodes})
         if not frontier_ids:
             break
-        links = session.links_touching(frontier_ids)
-        others = sorted({link["source_id"] for link in links}
-                        | {link["target_id"] for link in links})
-        allowed: dict[str, dict[str, Any]] = {
-            row["id"]: row for row in session.select_linked_memories(others, plan)
-        }
+        if reach is not None:
+            links, allowed = reach.touching(frontier_ids), reach.allowed
+        else:
+            links = session.links_touching(frontier_ids)
+            allowed = _allowed(session, links, plan)
         _check_deadline(deadline, timeout)
         for key, tree in enumerate(trees):
             next_frontier: list[str] = []

@@ -503,6 +503,16 @@ class EngineSession(ABC):
     def links_touching(self, node_ids: Sequence[str]) -> list[dict[str, Any]]:
         """Relations with an endpoint among ``node_ids``."""
 
+    def links_within_hops(self, node_ids: Sequence[str], hops: int, limit: int
+                          ) -> list[dict[str, Any]] | None:
+        """In one query, every relation :meth:`links_touching` could return while walking
+        ``hops`` hops from ``node_ids`` (each visible link with an endpoint fewer than ``hops``
+        links from them, stepping only through visible memories), in creation order; ``None``
+        when more than ``limit`` are in reach, or when the engine cannot walk in one query
+        (the default): the core then walks hop by hop.
+        """
+        return None
+
 
 class Engine(ABC):
     """A database engine behind a connection, a pool or a URL."""

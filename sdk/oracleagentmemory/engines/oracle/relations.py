@@ -13,10 +13,9 @@ each fetched row through :func:`relation_row` to make them aware again.
 PostgreSQL's ``a IS NOT DISTINCT FROM b`` is written ``(a = b OR (a IS NULL AND b IS NULL))``
 (``IS NOT DISTINCT FROM`` is not in Oracle's SQL grammar).
 
-Graph expansion: the core walks the graph hop by hop through :func:`links_touching` (one
-query per hop, ``core/_graph.py``). :func:`links_within_hops` is the same walk as one
-recursive query (``WITH ... UNION ALL ... CYCLE``) for up to N hops; the engine contract has no
-method that takes a hop count yet, so nothing calls it through the core today.
+Graph expansion (``core/_graph.py``): :func:`links_within_hops` fetches every link within a
+search's ``num_hops`` in one recursive query (``WITH ... UNION ALL ... CYCLE``), bounded by a row
+limit; past it the core walks hop by hop through :func:`links_touching` (one query per hop).
 """
 
 from __future__ import annotations
@@ -346,39 +345,46 @@ Oracle's ``CYCLE`` clause stops a path at a node it already holds, not at a node
 reached, so the work grows with the number of paths)."""
 
 
-def links_within_hops(o: OracleObjects, node_ids: Sequence[str], max_hops: int
-                      ) -> OracleStatement:
+def links_within_hops(o: OracleObjects, node_ids: Sequence[str], max_hops: int,
+                      row_limit: int) -> OracleStatement:
     """Every relation the core's hop-by-hop walk from ``node_ids`` could fetch in
-    ``max_hops`` hops, in one recursive query, each row with its ``hop`` (1: it touches a
-    start node), ordered by hop then creation.
+    ``max_hops`` hops, in one recursive query, in creation order, at most ``row_limit`` rows
+    (the session asks for one more than its limit, to see whether it was reached).
 
-    The walk follows links both ways through every visible memory id: it is the union of
-    what :func:`links_touching` returns for each hop's frontier when no node is filtered out
-    (the core filters nodes by scope, type and expiry, so it uses a subset). ``walk`` holds
-    ``(node_id, hop)`` for the nodes at ``hop`` < ``max_hops`` links from a start node; the
-    ``CYCLE node_id`` clause (Oracle SQL Language Reference, "Recursive Subquery Factoring":
-    a row whose cycle column repeats an ancestor's is marked and not expanded) stops a path
-    that comes back to a node. A link's hop is one more than its nearest walked endpoint's
-    (the smallest ``hop`` of the ``walk`` rows of either endpoint).
+    The walk follows links both ways, only along links whose two ends are memories the session
+    can see (the core only walks from and to visible memories that pass its filters, so it uses
+    a subset): the result is the union of what :func:`links_touching` returns for each hop's
+    frontier when no node is filtered out. ``walk`` holds ``(node_id, hop)`` for the nodes at
+    ``hop`` < ``max_hops`` links from a start node; the ``CYCLE node_id`` clause (Oracle SQL
+    Language Reference, "Recursive Subquery Factoring": a row whose cycle column repeats an
+    ancestor's is marked and not expanded) stops a path that comes back to a node. The
+    visibility checks refer to the link only (a recursive member may not hold a subquery that
+    refers to the query name). Under an end-user context every table reference, the
+    recursive ones included, reads through the data grants.
     """
     if isinstance(max_hops, bool) or not isinstance(max_hops, int) \
             or not 1 <= max_hops <= MAX_RECURSIVE_HOPS:
         raise InvalidArgumentError(
             f"max_hops must be an integer from 1 to {MAX_RECURSIVE_HOPS}, got {max_hops!r}",
             argument="max_hops")
-    link = o.table("memory_link")
+    if isinstance(row_limit, bool) or not isinstance(row_limit, int) or row_limit < 1:
+        raise InvalidArgumentError(f"row_limit must be a positive integer, got {row_limit!r}",
+                                   argument="row_limit")
+    link, memory = o.table("memory_link"), o.table("memory")
     return OracleStatement(
         sql=(f"WITH seeds (id) AS ({id_list('node_ids')}), "
              "walk (node_id, hop) AS (SELECT id, 0 FROM seeds UNION ALL "
              "SELECT CASE WHEN l.source_id = w.node_id THEN l.target_id ELSE l.source_id END, "
              f"w.hop + 1 FROM walk w JOIN {link} l ON l.source_id = w.node_id OR "
-             "l.target_id = w.node_id WHERE w.hop + 1 < :max_hops) "
+             "l.target_id = w.node_id WHERE w.hop + 1 < :max_hops "
+             f"AND EXISTS (SELECT 1 FROM {memory} m WHERE m.id = l.source_id) "
+             f"AND EXISTS (SELECT 1 FROM {memory} m WHERE m.id = l.target_id)) "
              "CYCLE node_id SET is_cycle TO 'Y' DEFAULT 'N' "
-             f"SELECT {_columns('l')}, (SELECT MIN(w.hop) FROM walk w WHERE w.node_id IN "
-             f"(l.source_id, l.target_id)) + 1 AS \"hop\" FROM {link} l WHERE EXISTS (SELECT 1 "
-             "FROM walk w WHERE w.node_id IN (l.source_id, l.target_id)) "
-             "ORDER BY \"hop\", l.row_seq"),
-        binds={"node_ids": id_list_bind(node_ids, what="node_ids"), "max_hops": max_hops},
+             f"SELECT {_columns('l')} FROM {link} l WHERE EXISTS (SELECT 1 FROM walk w "
+             "WHERE w.node_id IN (l.source_id, l.target_id)) "
+             "ORDER BY l.row_seq FETCH FIRST :row_limit ROWS ONLY"),
+        binds={"node_ids": id_list_bind(node_ids, what="node_ids"), "max_hops": max_hops,
+               "row_limit": row_limit},
         input_sizes=json_sizes("node_ids"),
-        columns=(*RELATION_KEYS, "hop"),
+        columns=RELATION_KEYS,
     )

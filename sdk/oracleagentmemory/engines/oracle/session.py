@@ -356,6 +356,17 @@ class OracleSession(EngineSession):
         return [relations.relation_row(r)
                 for r in self.run.dicts(relations.links_touching(self.o, node_ids))]
 
+    def links_within_hops(self, node_ids: Sequence[str], hops: int, limit: int
+                          ) -> list[dict[str, Any]] | None:
+        if not node_ids or hops < 1:
+            return []
+        if hops > relations.MAX_RECURSIVE_HOPS:
+            return None  # deeper than the recursive walk goes: the core walks hop by hop
+        rows = self.run.dicts(relations.links_within_hops(self.o, node_ids, hops, limit + 1))
+        if len(rows) > limit:
+            return None
+        return [relations.relation_row(r) for r in rows]
+
 
 def table_of(record_type: str) -> str:
     """The logical table holding records of ``record_type``."""

@@ -1,4 +1,10 @@
-"""Relation (memory link) SQL on PostgreSQL, lifecycle status upkeep and graph neighbours."""
+"""Relation (memory link) SQL on PostgreSQL, lifecycle status upkeep and graph neighbours.
+
+Graph neighbours: :func:`links_touching` (one hop) and :func:`links_within_hops` (every hop of a
+search's graph expansion in one recursive query). Both read through the store's row security
+like every other read: under an end-user context the walk sees only the links and memories the
+user's policies let them see.
+"""
 
 from __future__ import annotations
 
@@ -186,3 +192,39 @@ def links_touching(conn: psycopg.Connection[Any], names: StoreNames,
             ).format(_COLUMNS, q.table(names, "memory_link")),
             [list(node_ids), list(node_ids)],
         ).fetchall()
+
+
+def links_within_hops(conn: psycopg.Connection[Any], names: StoreNames,
+                      node_ids: Sequence[str], hops: int, limit: int
+                      ) -> list[dict[str, Any]] | None:
+    """Every relation the core's hop-by-hop walk from ``node_ids`` could fetch in ``hops`` hops,
+    in creation order, in one recursive query; ``None`` when more than ``limit`` are in reach.
+
+    ``walk`` holds ``(node, hop)`` for the nodes fewer than ``hops`` links from a start node,
+    stepping along links both ways, and only to a memory the session can see (the core only
+    expands from visible memories that pass its filters, so it needs a subset of these links);
+    ``UNION`` keeps each ``(node, hop)`` once, so cycles end and the work is bounded by nodes
+    times hops. The result is every link touching a walked node: what :func:`links_touching`
+    returns for every hop's frontier when no node is filtered out.
+    """
+    if hops < 1 or not node_ids:
+        return []
+    link, mem = q.table(names, "memory_link"), q.table(names, "memory")
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(
+            sql.SQL(
+                "WITH RECURSIVE walk (node_id, hop) AS ("
+                "SELECT id, 0 FROM unnest(%s::text[]) AS seeds (id) "
+                "UNION "
+                "SELECT step.other, w.hop + 1 FROM walk w CROSS JOIN LATERAL ("
+                "SELECT l.target_id FROM {link} l WHERE l.source_id = w.node_id "
+                "UNION ALL SELECT l.source_id FROM {link} l WHERE l.target_id = w.node_id"
+                ") AS step (other) "
+                "WHERE w.hop + 1 < %s AND EXISTS (SELECT 1 FROM {mem} m WHERE m.id = step.other)"
+                ") "
+                "SELECT {cols} FROM {link} WHERE source_id IN (SELECT node_id FROM walk) "
+                "OR target_id IN (SELECT node_id FROM walk) ORDER BY row_seq LIMIT %s"
+            ).format(cols=_COLUMNS, link=link, mem=mem),
+            [list(dict.fromkeys(node_ids)), hops, limit + 1],
+        ).fetchall()
+    return None if len(rows) > limit else rows

@@ -150,3 +150,7 @@ class PostgresSession(EngineSession):
 
     def links_touching(self, node_ids: Sequence[str]) -> list[dict[str, Any]]:
         return relations.links_touching(self.conn, self.names, node_ids)
+
+    def links_within_hops(self, node_ids: Sequence[str], hops: int, limit: int
+                          ) -> list[dict[str, Any]] | None:
+        return relations.links_within_hops(self.conn, self.names, node_ids, hops, limit)
