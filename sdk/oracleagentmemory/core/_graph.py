@@ -43,7 +43,8 @@ def expand_results(session: EngineSession,
     reached from (``linked_results`` holds ``(relation, record)`` pairs, nested by hop). Every
     linked memory obeys the search's scope, metadata, record-type and expiry filters; at most
     ``max_linked`` are attached per root, across all hops. Records are immutable: expanded
-    results are new records (built complete); the others are returned as they are.
+    results are new records (built complete); the others are returned as they are. The links
+    come from one recursive query of at most ``edge_limit`` rows, else hop by hop.
     """
     roots = [n for n, (record, _) in enumerate(results) if record.record_type in MEMORY_TYPES]
     if num_hops == 0 or max_linked == 0 or not roots:
