@@ -14,7 +14,7 @@ difference between the engines, which a test that asserts ``""`` will show.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import oracledb
 import psycopg
 from oracleagentmemory.core import OracleDBMemoryStore
-from oracleagentmemory.engines.oracle.names import OracleObjects
+from oracleagentmemory.engines.oracle.names import OracleObjects, quote
 from psycopg import sql
 
 
@@ -46,8 +46,10 @@ class StoredRows(Protocol):
         """Retrieval rows of ``store`` (of one record when ``record_id`` is given), ordered
         by record id and chunk number."""
 
-    def count(self, store: OracleDBMemoryStore, table: str) -> int:
-        """How many rows managed table ``table`` of ``store`` holds."""
+    def count(self, store: OracleDBMemoryStore, table: str,
+              where: Mapping[str, object] | None = None) -> int:
+        """How many rows managed table ``table`` of ``store`` holds (expired rows included),
+        of those whose columns equal ``where``'s values when it is given."""
 
 
 class PostgresStoredRows:
@@ -74,9 +76,16 @@ class PostgresStoredRows:
         rows = self.conn.execute(query, {"id": record_id}).fetchall()
         return [StoredChunk(*row) for row in rows]
 
-    def count(self, store: OracleDBMemoryStore, table: str) -> int:
+    def count(self, store: OracleDBMemoryStore, table: str,
+              where: Mapping[str, object] | None = None) -> int:
+        columns = list(where or {})
+        condition = sql.SQL(" AND ").join(
+            sql.SQL("{} = %s").format(sql.Identifier(c)) for c in columns) if columns else (
+            sql.SQL("true"))
         row = self.conn.execute(
-            sql.SQL("SELECT count(*) FROM {}").format(self._table(store, table))).fetchone()
+            sql.SQL("SELECT count(*) FROM {} WHERE {}").format(self._table(store, table),
+                                                                condition),
+            [(where or {})[c] for c in columns]).fetchone()
         assert row is not None
         return int(row[0])
 
@@ -112,9 +121,14 @@ class OracleStoredRows:
                                       None if values is None else len(values)))
         return chunks
 
-    def count(self, store: OracleDBMemoryStore, table: str) -> int:
+    def count(self, store: OracleDBMemoryStore, table: str,
+              where: Mapping[str, object] | None = None) -> int:
+        columns = list(where or {})
+        condition = " AND ".join(f"{quote(c)} = :v{n}" for n, c in enumerate(columns)) or "1 = 1"
         with self.conn.cursor() as cur:
-            cur.execute(f"SELECT COUNT(*) FROM {self._objects(store).table(table)}")
+            cur.execute(f"SELECT COUNT(*) FROM {self._objects(store).table(table)} "
+                        f"WHERE {condition}",
+                        {f"v{n}": (where or {})[c] for n, c in enumerate(columns)})
             row = cur.fetchone()
         assert row is not None
         return int(row[0])

@@ -2,14 +2,15 @@
 update, delete (with cascade), delete_thread, add_batches, argument checks and the async twins.
 
 Every test runs on the real embedded database; where the API cannot show a row (chunk rows,
-JSON null, expired rows) the test reads the store's tables directly with psycopg.
+JSON null, expired rows) the test reads the store's tables directly (``tests/stored_rows.py`` on
+the engine under test; psycopg for the few PostgreSQL-only checks).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
@@ -39,22 +40,24 @@ from oracleagentmemory.apis import (
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.errors import DatabaseError
 from psycopg import sql
+from stored_rows import StoredRows, open_stored_rows
 
 POSTGRESQL_ONLY = (
-    "counts or breaks rows straight in PostgreSQL with psycopg (an Oracle twin needs an engine-"
-    "neutral row reader)")
+    "reads PostgreSQL-typed columns (jsonb_typeof, timestamptz) or installs a PL/pgSQL trigger "
+    "with psycopg")
 """Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
 
 # --- helpers -------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def module_stores(pg_url: str) -> Iterator[StoreFactory]:
-    """Stores shared by the read-only tests of this module (closed at module end)."""
+def module_stores(database_url: object) -> Iterator[StoreFactory]:
+    """Stores shared by the read-only tests of this module (closed at module end), on the
+    engine under test."""
     opened: list[OracleDBMemoryStore] = []
 
     def factory() -> OracleDBMemoryStore:
-        opened.append(OracleDBMemoryStore(None, pg_url, memory_store_id=new_store_id(),
+        opened.append(OracleDBMemoryStore(None, database_url, memory_store_id=new_store_id(),
                                           schema_policy=SchemaPolicy.CREATE_IF_NECESSARY))
         return opened[-1]
 
@@ -70,26 +73,29 @@ def empty_store(module_stores: StoreFactory) -> OracleDBMemoryStore:
 
 
 @pytest.fixture
-def db(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
-    """A direct connection for checking what the store wrote."""
+def db(database_url: object) -> Iterator[StoredRows]:
+    """Reads what the store wrote, on the engine under test (``tests/stored_rows.py``)."""
+    with open_stored_rows(database_url) as rows:
+        yield rows
+
+
+@pytest.fixture
+def pg_db(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """A direct PostgreSQL connection, for the tests of PostgreSQL's own storage."""
     with psycopg.connect(pg_url, autocommit=True) as conn:
         yield conn
 
 
-def count(db: psycopg.Connection[Any], store: OracleDBMemoryStore, table: str,
-          where: str = "true", params: Sequence[Any] = ()) -> int:
-    """Rows of one managed table of ``store`` matching ``where`` (expired rows included)."""
-    statement = sql.SQL("SELECT count(*) FROM {} WHERE " + where).format(
-        sql.Identifier(store._names.table(table)))
-    row = db.execute(statement, list(params)).fetchone()
-    assert row is not None
-    return int(row[0])
+def count(db: StoredRows, store: OracleDBMemoryStore, table: str,
+          where: Mapping[str, object] | None = None) -> int:
+    """Rows of one managed table of ``store`` whose columns equal ``where`` (expired rows
+    included)."""
+    return db.count(store, table, where)
 
 
-def chunk_count(db: psycopg.Connection[Any], store: OracleDBMemoryStore,
-                record_ids: Sequence[str]) -> int:
+def chunk_count(db: StoredRows, store: OracleDBMemoryStore, record_ids: Sequence[str]) -> int:
     """Retrieval rows stored for ``record_ids``."""
-    return count(db, store, "record_chunks", "record_id = ANY(%s)", [list(record_ids)])
+    return sum(len(db.chunks(store, record_id)) for record_id in record_ids)
 
 
 def ids(records: Sequence[Record]) -> list[str]:
@@ -146,9 +152,8 @@ def test_message_seq_no_increases_per_thread_from_zero(store: OracleDBMemoryStor
     }
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_message_text_content_parts_round_trip(store: OracleDBMemoryStore,
-                                               db: psycopg.Connection[Any]) -> None:
+                                               db: StoredRows) -> None:
     parts = [TextContent(text="First part"),
              TextContent(text="Second part", timestamp="2026-01-01T00:00:00+00:00")]
     store.add([parts], "message", record_ids="m1", thread_ids="t1", roles="user")
@@ -234,25 +239,23 @@ def test_thread_summary_content(store: OracleDBMemoryStore, content: object,
 
 @pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_thread_summary_none_is_stored_as_json_null(store: OracleDBMemoryStore,
-                                                   db: psycopg.Connection[Any]) -> None:
+                                                   pg_db: psycopg.Connection[Any]) -> None:
     store.add([None], "thread_summary", record_ids="s1", thread_ids="t1")
     statement = sql.SQL("SELECT content IS NULL, jsonb_typeof(content) FROM {} WHERE id = %s"
                         ).format(sql.Identifier(store._names.table("thread_summary")))
-    assert db.execute(statement, ["s1"]).fetchall() == [(False, "null")]
+    assert pg_db.execute(statement, ["s1"]).fetchall() == [(False, "null")]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_none_content_falls_back_to_metadata_content(store: OracleDBMemoryStore,
-                                                     db: psycopg.Connection[Any]) -> None:
+                                                     db: StoredRows) -> None:
     store.add([None], "memory", record_ids="m1", metadata={"content": "From metadata"})
     record = store.get("memory", "m1")
     assert record is not None and record.content == "From metadata"
     assert chunk_count(db, store, ["m1"]) == 1
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_explicit_empty_content_is_kept_and_gets_no_retrieval_rows(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add([""], "memory", record_ids="m1", metadata={"content": "not used"})
     record = store.get("memory", "m1")
     assert record is not None and record.content == ""
@@ -289,13 +292,13 @@ def test_invalid_status_rejected_for_types_without_lifecycle(store: OracleDBMemo
 
 @pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_omitted_timestamp_reads_as_creation_time(store: OracleDBMemoryStore,
-                                                  db: psycopg.Connection[Any]) -> None:
+                                                  pg_db: psycopg.Connection[Any]) -> None:
     store.add(["note"], "memory", record_ids="m1")
     record = store.get("memory", "m1")
     assert record is not None and record.timestamp is not None
     statement = sql.SQL("SELECT created_at, event_ts FROM {} WHERE id = %s").format(
         sql.Identifier(store._names.table("memory")))
-    [(created_at, event_ts)] = db.execute(statement, ["m1"]).fetchall()
+    [(created_at, event_ts)] = pg_db.execute(statement, ["m1"]).fetchall()
     assert event_ts is None  # no event timestamp stored ...
     assert datetime.fromisoformat(record.timestamp) == created_at  # ... reads use created_at
     assert record.timestamp.endswith("+00:00")
@@ -485,9 +488,8 @@ def test_list_thread_messages_rejects_bad_arguments(
 
 
 @pytest.mark.parametrize("record_type", ["memory", "fact", "message"])
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_delete_returns_one_then_zero_and_removes_chunk_rows(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any], record_type: str) -> None:
+        store: OracleDBMemoryStore, db: StoredRows, record_type: str) -> None:
     store.add(["to be removed", "to be kept"], record_type, record_ids=["gone", "kept"],
               thread_ids="t1")
     assert chunk_count(db, store, ["gone"]) == 1
@@ -511,9 +513,8 @@ def test_delete_thread_summary(store: OracleDBMemoryStore) -> None:
     assert store.delete("thread_summary", "s1") == 0
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_delete_profile_removes_its_chunk_rows(store: OracleDBMemoryStore,
-                                               db: psycopg.Connection[Any]) -> None:
+                                               db: StoredRows) -> None:
     store.add_user("u1", "Prefers tea")
     assert chunk_count(db, store, ["u1"]) == 1
     assert store.delete("user_profile", "u1") == 1
@@ -558,9 +559,8 @@ def _present(store: OracleDBMemoryStore, rows: dict[str, list[str]]) -> dict[str
     ("profile_type", "column"),
     [("user_profile", "user_ids"), ("agent_profile", "agent_ids")],
 )
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_cascade_delete_of_profile_removes_the_actors_rows_only(
-        store: OracleDBMemoryStore, db: psycopg.Connection[Any], profile_type: str,
+        store: OracleDBMemoryStore, db: StoredRows, profile_type: str,
         column: str) -> None:
     add_profile = store.add_user if profile_type == "user_profile" else store.add_agent
     add_profile("x1", "first actor")
@@ -581,9 +581,8 @@ def test_cascade_delete_of_profile_removes_the_actors_rows_only(
     assert store.get("memory", "mem-global") is not None
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_cascade_delete_runs_when_profile_is_missing(store: OracleDBMemoryStore,
-                                                     db: psycopg.Connection[Any]) -> None:
+                                                     db: StoredRows) -> None:
     _populate_actors(store, "user_ids")
     assert store.delete("user_profile", "x1", cascade=True) == 0
     removed = _actor_rows("x1")
@@ -616,11 +615,11 @@ def fail_deletes_of(db: psycopg.Connection[Any], store: OracleDBMemoryStore, tab
 
 @pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_cascade_delete_is_one_transaction(store: OracleDBMemoryStore,
-                                           db: psycopg.Connection[Any]) -> None:
+                                           pg_db: psycopg.Connection[Any]) -> None:
     store.add_user("x1", "first actor")
     _populate_actors(store, "user_ids")
     # The last step of the cascade (the directly scoped memories) fails ...
-    fail_deletes_of(db, store, "memory", "mem-direct-x1")
+    fail_deletes_of(pg_db, store, "memory", "mem-direct-x1")
     with pytest.raises(DatabaseError, match="injected delete failure"):
         store.delete("user_profile", "x1", cascade=True)
     # ... so the profile, the thread and its rows deleted before it are all still there.
@@ -637,9 +636,8 @@ def test_cascade_must_be_a_bool(store: OracleDBMemoryStore) -> None:
 # --- delete_thread -------------------------------------------------------------------------
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_delete_thread_removes_thread_and_its_scoped_rows(store: OracleDBMemoryStore,
-                                                         db: psycopg.Connection[Any]) -> None:
+                                                         db: StoredRows) -> None:
     for thread in ("t1", "t2"):
         store.add([None], "thread", record_ids=thread, user_ids="u1")
         store.add(["hi", "hello"], "message", record_ids=[f"{thread}-m0", f"{thread}-m1"],
@@ -658,7 +656,7 @@ def test_delete_thread_removes_thread_and_its_scoped_rows(store: OracleDBMemoryS
     assert store.get("thread", "t1") is None
     assert store.list_thread_messages("t1") == []
     for table in ("message", "memory", "thread_summary"):
-        assert count(db, store, table, "thread_id = %s", ["t1"]) == 0, table
+        assert count(db, store, table, {"thread_id": "t1"}) == 0, table
     assert chunk_count(db, store, t1_records) == 0
     # Other threads and rows outside the thread are untouched.
     assert ids(store.list_thread_messages("t2")) == ["t2-m0", "t2-m1"]
@@ -670,12 +668,12 @@ def test_delete_thread_removes_thread_and_its_scoped_rows(store: OracleDBMemoryS
 
 
 @pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
-def test_delete_thread_is_one_transaction(store: OracleDBMemoryStore,
-                                          db: psycopg.Connection[Any]) -> None:
+def test_delete_thread_is_one_transaction(store: OracleDBMemoryStore, db: StoredRows,
+                                          pg_db: psycopg.Connection[Any]) -> None:
     store.add([None], "thread", record_ids="t1")
     store.add(["hi"], "message", record_ids="m1", thread_ids="t1")
     store.add(["thread memory"], "memory", record_ids="mem1", thread_ids="t1")
-    fail_deletes_of(db, store, "thread", "t1")  # the thread row goes last and fails
+    fail_deletes_of(pg_db, store, "thread", "t1")  # the thread row goes last and fails
     with pytest.raises(DatabaseError, match="injected delete failure"):
         store.delete_thread("t1")
     assert ids(store.list_thread_messages("t1")) == ["m1"]
@@ -755,9 +753,8 @@ def test_add_batches_rejects_duplicate_ids_across_batches(store: OracleDBMemoryS
     assert store.list("fact") == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_batches_accepts_batch_size(store: OracleDBMemoryStore,
-                                        db: psycopg.Connection[Any]) -> None:
+                                        db: StoredRows) -> None:
     record_ids = [f"m{n}" for n in range(5)]
     result = store.add_batches(
         [PendingRecordBatch(contents=[f"note {n}" for n in range(5)], record_type="memory",
@@ -990,9 +987,8 @@ class ContextRecordingEmbedder(IEmbedder):
         return np.tile(np.array([1.0, 0.0, 0.0], dtype=np.float32), (len(texts), 1))
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_async_twin_carries_context_vars_into_its_worker_thread(
-        make_store: StoreFactory, db: psycopg.Connection[Any]) -> None:
+        make_store: StoreFactory, db: StoredRows) -> None:
     embedder = ContextRecordingEmbedder()
     store = make_store(embedder=embedder)
     assert store.vector_dim == 3
@@ -1006,5 +1002,4 @@ def test_async_twin_carries_context_vars_into_its_worker_thread(
     assert seen_user == "alice"
     assert worker_thread != threading.get_ident()  # the embedder ran off the event loop thread
     assert request_user.get() is None  # the value stayed inside the task's context
-    assert count(db, store, "record_chunks", "record_id = %s AND embedding IS NOT NULL",
-                 ["m1"]) == 1
+    assert [chunk.vector is not None for chunk in db.chunks(store, "m1")] == [True]
