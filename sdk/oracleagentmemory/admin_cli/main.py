@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from oracleagentmemory import __version__
-from oracleagentmemory.admin_cli import audit, check, db, identity, security, store
+from oracleagentmemory.admin_cli import audit, check, db, identity, model, security, store
 from oracleagentmemory.admin_cli._common import (
     POLICY_NAMES,
     RUNTIME_PASSWORD_ENV,
@@ -287,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     identity.add_parsers(commands, _sub, common)
     audit.add_parsers(commands, _sub, common)
+    model.add_model_parser(commands, common)
     _sub(commands, "check", check.run_check,
          "report drift of runtime logins and applications (attributes, role settings, "
          "memberships, bindings); exit status 1 when any is found", common)
