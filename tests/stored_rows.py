@@ -14,15 +14,18 @@ difference between the engines, which a test that asserts ``""`` will show.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Protocol
 
 import oracledb
 import psycopg
 from oracleagentmemory.core import OracleDBMemoryStore
+from oracleagentmemory.engines.oracle.ddl import registry_key
 from oracleagentmemory.engines.oracle.names import OracleObjects, quote
+from oracleagentmemory.engines.postgres import names as postgres_names
 from psycopg import sql
 
 
@@ -50,6 +53,14 @@ class StoredRows(Protocol):
               where: Mapping[str, object] | None = None) -> int:
         """How many rows managed table ``table`` of ``store`` holds (expired rows included),
         of those whose columns equal ``where``'s values when it is given."""
+
+    def timestamps(self, store: OracleDBMemoryStore, table: str, record_id: str,
+                   columns: Sequence[str]) -> tuple[datetime | None, ...] | None:
+        """The timestamp ``columns`` of row ``id = record_id`` of managed table ``table``, as
+        time-zone-aware datetimes (``None`` when the row does not exist)."""
+
+    def registry(self, store: OracleDBMemoryStore, columns: Sequence[str]) -> tuple[Any, ...]:
+        """``columns`` of the store's row in the schema's store registry."""
 
 
 class PostgresStoredRows:
@@ -88,6 +99,24 @@ class PostgresStoredRows:
             [(where or {})[c] for c in columns]).fetchone()
         assert row is not None
         return int(row[0])
+
+    def timestamps(self, store: OracleDBMemoryStore, table: str, record_id: str,
+                   columns: Sequence[str]) -> tuple[datetime | None, ...] | None:
+        row = self.conn.execute(
+            sql.SQL("SELECT {} FROM {} WHERE id = %s").format(
+                sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+                self._table(store, table)),
+            [record_id]).fetchone()
+        return None if row is None else tuple(row)
+
+    def registry(self, store: OracleDBMemoryStore, columns: Sequence[str]) -> tuple[Any, ...]:
+        row = self.conn.execute(
+            sql.SQL("SELECT {} FROM {} WHERE store_key = %s").format(
+                sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+                postgres_names.registry(store._names)),
+            [store._names.store_key]).fetchone()
+        assert row is not None, "the store has no registry row"
+        return tuple(row)
 
 
 class OracleStoredRows:
@@ -132,6 +161,28 @@ class OracleStoredRows:
             row = cur.fetchone()
         assert row is not None
         return int(row[0])
+
+    def timestamps(self, store: OracleDBMemoryStore, table: str, record_id: str,
+                   columns: Sequence[str]) -> tuple[datetime | None, ...] | None:
+        # python-oracledb fetches TIMESTAMP WITH TIME ZONE without its zone: read it in UTC.
+        selected = ", ".join(f"SYS_EXTRACT_UTC({quote(c)})" for c in columns)
+        with self.conn.cursor() as cur:
+            cur.execute(f"SELECT {selected} FROM {self._objects(store).table(table)} "
+                        "WHERE id = :id", {"id": record_id})
+            row = cur.fetchone()
+        if row is None:
+            return None
+        return tuple(None if v is None else v.replace(tzinfo=timezone.utc) for v in row)
+
+    def registry(self, store: OracleDBMemoryStore, columns: Sequence[str]) -> tuple[Any, ...]:
+        objects = self._objects(store)
+        with self.conn.cursor() as cur:
+            cur.execute(f"SELECT {', '.join(quote(c) for c in columns)} FROM "
+                        f"{objects.registry()} WHERE store_key = :key",
+                        {"key": registry_key(objects)})
+            row = cur.fetchone()
+        assert row is not None, "the store has no registry row"
+        return tuple(row)
 
 
 @contextmanager

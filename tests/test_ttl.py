@@ -1,12 +1,13 @@
 """Time to live: ``ttl_days``, ``ttl_anchor``, ``MemoryRetentionConfig`` and ``purge_expired``.
 
-Expiry times are checked in the store's tables with psycopg; visibility through the store API.
+Expiry times are checked in the store's tables (``tests/stored_rows.py``, on the engine under
+test); visibility through the store API.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -19,11 +20,9 @@ from oracleagentmemory.core import (
     OracleDBMemoryStore,
     SchemaPolicy,
 )
-from psycopg import sql
+from stored_rows import PostgresStoredRows, StoredRows, open_stored_rows
 
-POSTGRESQL_ONLY = (
-    "reads expiry times or counts rows straight from PostgreSQL with psycopg, or sets a "
-    "PostgreSQL session time zone")
+POSTGRESQL_ONLY = "sets a PostgreSQL session time zone on a psycopg connection"
 """Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
 
 StoreFactory = Callable[..., OracleDBMemoryStore]
@@ -45,38 +44,30 @@ class Times:
         self.expires_at = expires_at
 
 
-def times(pg_url: str, store: OracleDBMemoryStore, record_id: str,
+@pytest.fixture
+def db(database_url: object) -> Iterator[StoredRows]:
+    """Reads what the store wrote, on the engine under test (``tests/stored_rows.py``)."""
+    with open_stored_rows(database_url) as rows:
+        yield rows
+
+
+def times(db: StoredRows, store: OracleDBMemoryStore, record_id: str,
           table: str = "memory") -> Times:
-    with psycopg.connect(pg_url) as conn:
-        row = conn.execute(
-            sql.SQL("SELECT created_at, event_ts, expires_at FROM {} WHERE id = %s").format(
-                sql.Identifier(store._names.table(table))),
-            [record_id],
-        ).fetchone()
+    row = db.timestamps(store, table, record_id, ("created_at", "event_ts", "expires_at"))
     assert row is not None, f"{record_id} is not in the {table} table"
-    return Times(*row)
+    created_at, event_ts, expires_at = row
+    assert created_at is not None
+    return Times(created_at, event_ts, expires_at)
 
 
-def count_rows(pg_url: str, store: OracleDBMemoryStore, table: str, where: str,
-               params: list[Any]) -> int:
-    with psycopg.connect(pg_url) as conn:
-        row = conn.execute(
-            sql.SQL("SELECT count(*) FROM {} WHERE " + where).format(
-                sql.Identifier(store._names.table(table))),
-            params,
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
+def chunk_count(db: StoredRows, store: OracleDBMemoryStore, record_ids: list[str]) -> int:
+    """Retrieval rows stored for ``record_ids`` (expired rows included)."""
+    return sum(len(db.chunks(store, record_id)) for record_id in record_ids)
 
 
-def registry_retention(pg_url: str, store: OracleDBMemoryStore) -> tuple[Any, Any]:
-    with psycopg.connect(pg_url) as conn:
-        row = conn.execute(
-            "SELECT default_ttl_days, max_ttl_days FROM agent_memory_store_registry "
-            "WHERE store_key = %s", [store._names.store_key],
-        ).fetchone()
-    assert row is not None
-    return row[0], row[1]
+def registry_retention(db: StoredRows, store: OracleDBMemoryStore) -> tuple[Any, Any]:
+    default_ttl_days, max_ttl_days = db.registry(store, ("default_ttl_days", "max_ttl_days"))
+    return default_ttl_days, max_ttl_days
 
 
 def visible_ids(store: OracleDBMemoryStore, record_type: str = "memory") -> set[str]:
@@ -85,21 +76,19 @@ def visible_ids(store: OracleDBMemoryStore, record_type: str = "memory") -> set[
 
 # --- anchors ------------------------------------------------------------------------------
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_ttl_days_counts_from_creation_time_by_default(
-        store: OracleDBMemoryStore, pg_url: str) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["short"], "memory", record_ids="m", ttl_days=3,
               timestamps="2001-01-01T00:00:00+00:00")
-    row = times(pg_url, store, "m")
+    row = times(db, store, "m")
     assert row.expires_at == row.created_at + 3 * DAY  # the old event timestamp is ignored
     assert store.get("memory", "m") is not None
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
-def test_created_at_anchor_can_be_named(store: OracleDBMemoryStore, pg_url: str) -> None:
+def test_created_at_anchor_can_be_named(store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["short"], "memory", record_ids="m", ttl_days=2,
               ttl_anchor=TimeToLiveAnchor.CREATED_AT)
-    row = times(pg_url, store, "m")
+    row = times(db, store, "m")
     assert row.expires_at == row.created_at + 2 * DAY
 
 
@@ -117,45 +106,40 @@ def test_created_at_anchor_can_be_named(store: OracleDBMemoryStore, pg_url: str)
                      id="fraction-and-negative-offset"),
     ],
 )
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_timestamp_anchor_counts_from_the_event_time(
-        store: OracleDBMemoryStore, pg_url: str, timestamp: str, event_utc: datetime) -> None:
+        store: OracleDBMemoryStore, db: StoredRows, timestamp: str, event_utc: datetime) -> None:
     store.add(["event"], "memory", record_ids="m", timestamps=timestamp, ttl_days=7,
               ttl_anchor=TS)
-    row = times(pg_url, store, "m")
+    row = times(db, store, "m")
     assert row.event_ts == event_utc
     assert row.expires_at == event_utc + 7 * DAY
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
-def test_anchors_and_ttls_align_per_record(store: OracleDBMemoryStore, pg_url: str) -> None:
+def test_anchors_and_ttls_align_per_record(store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["a", "b"], "memory", record_ids=["a", "b"], ttl_days=[1, 5],
               timestamps="2099-06-01T00:00:00+00:00",
               ttl_anchor=[TS, TimeToLiveAnchor.CREATED_AT])
-    a, b = times(pg_url, store, "a"), times(pg_url, store, "b")
+    a, b = times(db, store, "a"), times(db, store, "b")
     assert a.expires_at == datetime(2099, 6, 2, tzinfo=timezone.utc)
     assert b.expires_at == b.created_at + 5 * DAY
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
-def test_anchor_accepts_the_enum_value_string(store: OracleDBMemoryStore, pg_url: str) -> None:
+def test_anchor_accepts_the_enum_value_string(store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["a"], "memory", record_ids="a", ttl_days=1, ttl_anchor="timestamp",
               timestamps="2099-06-01T00:00:00+00:00")
-    assert times(pg_url, store, "a").expires_at == datetime(2099, 6, 2, tzinfo=timezone.utc)
+    assert times(db, store, "a").expires_at == datetime(2099, 6, 2, tzinfo=timezone.utc)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
-def test_without_ttl_a_record_never_expires(store: OracleDBMemoryStore, pg_url: str) -> None:
+def test_without_ttl_a_record_never_expires(store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["kept"], "memory", record_ids="omitted")
     store.add(["kept"], "memory", record_ids="none", ttl_days=None)
-    assert times(pg_url, store, "omitted").expires_at is None
-    assert times(pg_url, store, "none").expires_at is None
+    assert times(db, store, "omitted").expires_at is None
+    assert times(db, store, "none").expires_at is None
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
-def test_messages_expire_too(store: OracleDBMemoryStore, pg_url: str) -> None:
+def test_messages_expire_too(store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["hi"], "message", record_ids="msg", thread_ids="t", ttl_days=2)
-    row = times(pg_url, store, "msg", table="message")
+    row = times(db, store, "msg", table="message")
     assert row.expires_at == row.created_at + 2 * DAY
 
 
@@ -261,66 +245,61 @@ def test_retention_config_values_are_checked() -> None:
 
 # --- MemoryRetentionConfig ----------------------------------------------------------------
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_default_ttl_is_used_when_ttl_days_is_omitted(
-        make_store: StoreFactory, pg_url: str) -> None:
+        make_store: StoreFactory, db: StoredRows) -> None:
     store = make_store(memory_retention_config=MemoryRetentionConfig(default_ttl_days=5))
     store.add(["a"], "memory", record_ids="default")
     store.add(["b"], "memory", record_ids="explicit", ttl_days=2)
     store.add(["c"], "memory", record_ids="forever", ttl_days=None)
     store.add(["d"], "message", record_ids="msg", thread_ids="t")
-    default = times(pg_url, store, "default")
+    default = times(db, store, "default")
     assert default.expires_at == default.created_at + 5 * DAY
-    explicit = times(pg_url, store, "explicit")
+    explicit = times(db, store, "explicit")
     assert explicit.expires_at == explicit.created_at + 2 * DAY
-    assert times(pg_url, store, "forever").expires_at is None
-    msg = times(pg_url, store, "msg", table="message")
+    assert times(db, store, "forever").expires_at is None
+    msg = times(db, store, "msg", table="message")
     assert msg.expires_at == msg.created_at + 5 * DAY
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_values_above_the_maximum_are_clamped_with_a_warning(
-        make_store: StoreFactory, pg_url: str) -> None:
+        make_store: StoreFactory, db: StoredRows) -> None:
     store = make_store(memory_retention_config=MemoryRetentionConfig(max_ttl_days=10))
     with pytest.warns(UserWarning, match="max_ttl_days"):
         store.add(["a"], "memory", record_ids="long", ttl_days=30)
-    row = times(pg_url, store, "long")
+    row = times(db, store, "long")
     assert row.expires_at == row.created_at + 10 * DAY
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         store.add(["b"], "memory", record_ids="at-max", ttl_days=10)
-    row = times(pg_url, store, "at-max")
+    row = times(db, store, "at-max")
     assert row.expires_at == row.created_at + 10 * DAY
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_clamps_to_the_maximum_with_a_warning(
-        make_store: StoreFactory, pg_url: str) -> None:
+        make_store: StoreFactory, db: StoredRows) -> None:
     store = make_store(memory_retention_config=MemoryRetentionConfig(max_ttl_days=4))
     store.add(["a"], "memory", record_ids="m", ttl_days=1)
     with pytest.warns(UserWarning, match="max_ttl_days"):
         assert store.update("memory", "m", ttl_days=400) == 1
-    row = times(pg_url, store, "m")
+    row = times(db, store, "m")
     assert row.expires_at == row.created_at + 4 * DAY
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_ttl_none_uses_the_maximum_when_one_is_set(
-        make_store: StoreFactory, pg_url: str) -> None:
+        make_store: StoreFactory, db: StoredRows) -> None:
     store = make_store(memory_retention_config=MemoryRetentionConfig(max_ttl_days=10))
     store.add(["a"], "memory", record_ids="none", ttl_days=None)
     store.add(["b"], "memory", record_ids="omitted")
     for record_id in ("none", "omitted"):
-        row = times(pg_url, store, record_id)
+        row = times(db, store, record_id)
         assert row.expires_at == row.created_at + 10 * DAY
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_ttl_none_never_expires_without_a_maximum(
-        make_store: StoreFactory, pg_url: str) -> None:
+        make_store: StoreFactory, db: StoredRows) -> None:
     store = make_store(memory_retention_config=MemoryRetentionConfig(default_ttl_days=3))
     store.add(["a"], "memory", record_ids="none", ttl_days=None)
-    assert times(pg_url, store, "none").expires_at is None
+    assert times(db, store, "none").expires_at is None
 
 
 def test_store_reports_its_retention_config(make_store: StoreFactory) -> None:
@@ -331,63 +310,57 @@ def test_store_reports_its_retention_config(make_store: StoreFactory) -> None:
 
 # --- update -------------------------------------------------------------------------------
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_ttl_recomputes_expiry_from_creation(
-        store: OracleDBMemoryStore, pg_url: str) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["a"], "memory", record_ids="m", ttl_days=1)
     assert store.update("memory", "m", ttl_days=30) == 1
-    row = times(pg_url, store, "m")
+    row = times(db, store, "m")
     assert row.expires_at == row.created_at + 30 * DAY
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_can_revive_an_expired_unpurged_record(
-        store: OracleDBMemoryStore, pg_url: str) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["old"], "memory", record_ids="m", timestamps=days_ago(3), ttl_days=1,
               ttl_anchor=TS)
     assert store.get("memory", "m") is None
     assert store.update("memory", "m", ttl_days=30) == 1
     revived = store.get("memory", "m")
     assert revived is not None and revived.content == "old"
-    row = times(pg_url, store, "m")
+    row = times(db, store, "m")
     assert row.expires_at == row.created_at + 30 * DAY
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
-def test_update_ttl_none_clears_expiry(store: OracleDBMemoryStore, pg_url: str) -> None:
+def test_update_ttl_none_clears_expiry(store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["old"], "memory", record_ids="m", timestamps=days_ago(3), ttl_days=1,
               ttl_anchor=TS)
     assert store.update("memory", "m", ttl_days=None) == 1
-    assert times(pg_url, store, "m").expires_at is None
+    assert times(db, store, "m").expires_at is None
     assert store.get("memory", "m") is not None
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_without_ttl_arguments_keeps_expiry(
-        store: OracleDBMemoryStore, pg_url: str) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["a"], "memory", record_ids="m", ttl_days=3, ttl_anchor=TS,
               timestamps="2099-06-01T00:00:00+00:00")
-    before = times(pg_url, store, "m").expires_at
+    before = times(db, store, "m").expires_at
     store.update("memory", "m", content="changed", metadata={"k": 1})
     store.update("memory", "m", timestamp="2099-07-01T00:00:00+00:00")
-    assert times(pg_url, store, "m").expires_at == before
+    assert times(db, store, "m").expires_at == before
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_timestamp_anchor_uses_the_stored_event_time(
-        store: OracleDBMemoryStore, pg_url: str) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["a"], "memory", record_ids="m", timestamps="2099-06-01T00:00:00+00:00")
     assert store.update("memory", "m", ttl_days=2, ttl_anchor=TS) == 1
-    assert times(pg_url, store, "m").expires_at == datetime(2099, 6, 3, tzinfo=timezone.utc)
+    assert times(db, store, "m").expires_at == datetime(2099, 6, 3, tzinfo=timezone.utc)
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_timestamp_anchor_prefers_the_timestamp_of_the_same_call(
-        store: OracleDBMemoryStore, pg_url: str) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["a"], "memory", record_ids="m", timestamps="2099-06-01T00:00:00+00:00")
     assert store.update("memory", "m", timestamp="2099-08-01T00:00:00+02:00", ttl_days=2,
                         ttl_anchor=TS) == 1
-    row = times(pg_url, store, "m")
+    row = times(db, store, "m")
     assert row.event_ts == datetime(2099, 7, 31, 22, tzinfo=timezone.utc)
     assert row.expires_at == datetime(2099, 8, 2, 22, tzinfo=timezone.utc)
 
@@ -398,27 +371,25 @@ def test_update_timestamp_anchor_can_expire_a_record(store: OracleDBMemoryStore)
     assert store.list_thread_messages("t") == []
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_update_timestamp_anchor_needs_a_timestamp(store: OracleDBMemoryStore,
-                                                   pg_url: str) -> None:
+                                                   db: StoredRows) -> None:
     store.add(["a"], "memory", record_ids="m", ttl_days=3)
-    before = times(pg_url, store, "m").expires_at
+    before = times(db, store, "m").expires_at
     with pytest.raises(ValueError, match="timestamp"):
         store.update("memory", "m", ttl_days=2, ttl_anchor=TS)
     store.add(["b"], "memory", record_ids="n", timestamps="2099-06-01T00:00:00+00:00")
     with pytest.raises(ValueError, match="timestamp"):
         store.update("memory", "n", timestamp=None, ttl_days=2, ttl_anchor=TS)
-    assert times(pg_url, store, "m").expires_at == before
+    assert times(db, store, "m").expires_at == before
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
-def test_update_anchor_alone_uses_the_default_ttl(make_store: StoreFactory, pg_url: str) -> None:
+def test_update_anchor_alone_uses_the_default_ttl(make_store: StoreFactory, db: StoredRows) -> None:
     store = make_store(memory_retention_config=MemoryRetentionConfig(default_ttl_days=4))
     store.add(["a"], "memory", record_ids="m", timestamps="2099-06-01T00:00:00+00:00",
               ttl_days=None)
-    assert times(pg_url, store, "m").expires_at is None
+    assert times(db, store, "m").expires_at is None
     assert store.update("memory", "m", ttl_anchor=TS) == 1
-    assert times(pg_url, store, "m").expires_at == datetime(2099, 6, 5, tzinfo=timezone.utc)
+    assert times(db, store, "m").expires_at == datetime(2099, 6, 5, tzinfo=timezone.utc)
 
 
 def test_update_of_a_missing_record_returns_zero(store: OracleDBMemoryStore) -> None:
@@ -427,9 +398,8 @@ def test_update_of_a_missing_record_returns_zero(store: OracleDBMemoryStore) -> 
 
 # --- purge --------------------------------------------------------------------------------
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_purge_expired_removes_expired_rows_and_their_chunks(
-        store: OracleDBMemoryStore, pg_url: str) -> None:
+        store: OracleDBMemoryStore, db: StoredRows) -> None:
     store.add(["expired memory one", "expired memory two"], "memory", record_ids=["x1", "x2"],
               timestamps=days_ago(3), ttl_days=1, ttl_anchor=TS)
     store.add(["expired message"], "message", record_ids="xm", thread_ids="t",
@@ -438,17 +408,14 @@ def test_purge_expired_removes_expired_rows_and_their_chunks(
     store.add(["forever"], "memory", record_ids="forever")
     store.add(["live message"], "message", record_ids="lm", thread_ids="t",
               timestamps=days_ago(3), ttl_days=30, ttl_anchor=TS)
-    assert count_rows(pg_url, store, "record_chunks", "record_id = ANY(%s)",
-                      [["x1", "x2", "xm"]]) == 3
+    assert chunk_count(db, store, ["x1", "x2", "xm"]) == 3
 
     assert store.purge_expired() == 3
 
-    assert count_rows(pg_url, store, "memory", "true", []) == 2
-    assert count_rows(pg_url, store, "message", "true", []) == 1
-    assert count_rows(pg_url, store, "record_chunks", "record_id = ANY(%s)",
-                      [["x1", "x2", "xm"]]) == 0
-    assert count_rows(pg_url, store, "record_chunks", "record_id = ANY(%s)",
-                      [["live", "forever", "lm"]]) == 3
+    assert db.count(store, "memory") == 2
+    assert db.count(store, "message") == 1
+    assert chunk_count(db, store, ["x1", "x2", "xm"]) == 0
+    assert chunk_count(db, store, ["live", "forever", "lm"]) == 3
     assert visible_ids(store) == {"live", "forever"}
     assert [m.id for m in store.list_thread_messages("t")] == ["lm"]
     assert store.purge_expired() == 0
@@ -470,30 +437,29 @@ def test_purge_with_nothing_expired_returns_zero(store: OracleDBMemoryStore) -> 
 
 # --- retention config in the schema registry ----------------------------------------------
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_explicit_config_updates_the_registry_and_omitted_keeps_it(
-        make_store: StoreFactory, pg_url: str) -> None:
+        make_store: StoreFactory, db: StoredRows) -> None:
     first = make_store(memory_retention_config=MemoryRetentionConfig(default_ttl_days=5,
                                                                      max_ttl_days=20))
     store_id = first._names.store_key
     first.add(["a"], "memory", record_ids="before")
-    before = times(pg_url, first, "before").expires_at
-    assert registry_retention(pg_url, first) == (5, 20)
+    before = times(db, first, "before").expires_at
+    assert registry_retention(db, first) == (5, 20)
 
     second = make_store(memory_store_id=store_id,
                         memory_retention_config=MemoryRetentionConfig(default_ttl_days=2))
-    assert registry_retention(pg_url, second) == (2, None)  # NOT_SET max resolves to None
+    assert registry_retention(db, second) == (2, None)  # NOT_SET max resolves to None
     assert second.memory_retention_config.resolved() == (2, None)
-    assert times(pg_url, second, "before").expires_at == before  # existing expiry untouched
+    assert times(db, second, "before").expires_at == before  # existing expiry untouched
     second.add(["b"], "memory", record_ids="after")
-    row = times(pg_url, second, "after")
+    row = times(db, second, "after")
     assert row.expires_at == row.created_at + 2 * DAY
 
     third = make_store(memory_store_id=store_id)
-    assert registry_retention(pg_url, third) == (2, None)
+    assert registry_retention(db, third) == (2, None)
     assert third.memory_retention_config.resolved() == (2, None)
     third.add(["c"], "memory", record_ids="kept")
-    row = times(pg_url, third, "kept")
+    row = times(db, third, "kept")
     assert row.expires_at == row.created_at + 2 * DAY
 
 
@@ -530,7 +496,9 @@ def test_retention_config_must_be_a_retention_config(make_store: StoreFactory) -
 def test_a_day_is_24_hours_whatever_the_session_time_zone(
         make_store: StoreFactory, pg_url: str) -> None:
     """add and update give the same expiry across a daylight-saving change (30 days of 24 h)."""
-    with psycopg.connect(pg_url, options="-c TimeZone=America/New_York") as conn:
+    with psycopg.connect(pg_url, options="-c TimeZone=America/New_York") as conn, (
+            psycopg.connect(pg_url, autocommit=True)) as reader_conn:
+        reader = PostgresStoredRows(reader_conn)
         store = make_store(pool=conn)
         event = "2099-03-01T12:00:00+00:00"  # US clocks change on 2099-03-08
         store.add(["a", "b"], "memory", record_ids=["added", "updated"], timestamps=event,
@@ -539,7 +507,7 @@ def test_a_day_is_24_hours_whatever_the_session_time_zone(
         store.add(["c"], "memory", record_ids="created")
         store.update("memory", "created", ttl_days=30)
         expected = datetime(2099, 3, 31, 12, tzinfo=timezone.utc)
-        assert times(pg_url, store, "added").expires_at == expected
-        assert times(pg_url, store, "updated").expires_at == expected
-        created = times(pg_url, store, "created")
+        assert times(reader, store, "added").expires_at == expected
+        assert times(reader, store, "updated").expires_at == expected
+        created = times(reader, store, "created")
         assert created.expires_at == created.created_at + 30 * DAY
