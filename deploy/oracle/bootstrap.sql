@@ -70,18 +70,28 @@ GRANT SELECT ON SYS.DBA_SYS_PRIVS TO &oam_policy_admin;
 GRANT SELECT ON SYS.DBA_ROLE_PRIVS TO &oam_policy_admin;
 GRANT SELECT ON SYS.DBA_TAB_PRIVS TO &oam_policy_admin;
 GRANT SELECT ON SYS.DBA_OBJECTS TO &oam_policy_admin;
+-- ... and which identity provider the database trusts (oam-admin grant --group names it from
+-- the IDENTITY_PROVIDER_TYPE parameter; without this grant, pass --idp).
+GRANT SELECT ON SYS.V_$PARAMETER TO &oam_policy_admin;
+-- This script creates the runtime pool account itself (section 3). For `oam-admin
+-- runtime-login create` to make further ones, the administrator would also need CREATE USER,
+-- DROP USER, and CREATE SESSION plus CREATE END USER SECURITY CONTEXT WITH ADMIN OPTION; they
+-- are not granted here on purpose (CREATE USER is a DBA-level power).
 
 -- 2. The schema owner ---------------------------------------------------------------------------
 -- Tables (identity columns need CREATE SEQUENCE), the purge job (CREATE JOB; without it the
 -- store still works and expired rows are purged only by `oam-admin purge-expired`), in-database
 -- embedding models (CREATE MINING MODEL, for DBMS_VECTOR.LOAD_ONNX_MODEL), and CTX_DDL for the
--- Oracle Text index of a store whose keyword index syncs manually.
+-- Oracle Text index of a store whose keyword index syncs manually. The database write audit
+-- (`oam-admin audit enable`) adds row triggers and a small package to the owner's schema:
+-- CREATE TRIGGER and CREATE PROCEDURE.
 CREATE USER IF NOT EXISTS &oam_owner IDENTIFIED BY "&oam_owner_password"
     DEFAULT TABLESPACE &oam_tablespace QUOTA &oam_quota ON &oam_tablespace;
 ALTER USER &oam_owner QUOTA &oam_quota ON &oam_tablespace;
 GRANT CREATE SESSION, CREATE TABLE, CREATE SEQUENCE TO &oam_owner;
 GRANT CREATE JOB TO &oam_owner;
 GRANT CREATE MINING MODEL TO &oam_owner;
+GRANT CREATE TRIGGER, CREATE PROCEDURE TO &oam_owner;
 GRANT EXECUTE ON CTXSYS.CTX_DDL TO &oam_owner;
 
 -- 3. The runtime pool account ------------------------------------------------------------------
