@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timezone
-from typing import Any
 
-import psycopg
 import pytest
 from oracleagentmemory.apis import (
     AgentProfileRecord,
@@ -26,31 +24,22 @@ from oracleagentmemory.apis import (
     UserProfileRecord,
 )
 from oracleagentmemory.core import OracleDBMemoryStore
-from psycopg import sql
-
-POSTGRESQL_ONLY = (
-    "reads the stored rows straight from PostgreSQL with psycopg (an Oracle twin needs an "
-    "engine-neutral row reader)")
-"""Why the marked tests do not run on Oracle (``tests/provision/engine_marks.py``)."""
+from stored_rows import StoredRows, open_stored_rows
 
 
 @pytest.fixture
-def db(pg_url: str) -> Iterator[psycopg.Connection[Any]]:
-    """A direct connection for checking what the store wrote."""
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        yield conn
+def db(database_url: object) -> Iterator[StoredRows]:
+    """Reads what the store wrote, on the engine under test (``tests/stored_rows.py``)."""
+    with open_stored_rows(database_url) as rows:
+        yield rows
 
 
-def _rows(db: psycopg.Connection[Any], store: OracleDBMemoryStore, table: str,
-          columns: str, where: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    statement = sql.SQL("SELECT " + columns + " FROM {} WHERE " + where + " ORDER BY 1").format(
-        sql.Identifier(store._names.table(table)))
-    return db.execute(statement, params).fetchall()
+def chunk_texts(db: StoredRows, store: OracleDBMemoryStore, record_id: str) -> list[str | None]:
+    return [chunk.text for chunk in db.chunks(store, record_id)]
 
 
 # --- OracleDBMemoryStore.add ---------------------------------------------------------------
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
-def test_add_with_record_id(store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+def test_add_with_record_id(store: OracleDBMemoryStore, db: StoredRows) -> None:
     assert store.add(
         ["Index this stored text"],
         record_type="memory",
@@ -60,12 +49,10 @@ def test_add_with_record_id(store: OracleDBMemoryStore, db: psycopg.Connection[A
     assert isinstance(record, MemoryRecord)
     assert record.content == "Index this stored text"
     # Without index_texts the stored text is the retrieval text.
-    assert _rows(db, store, "record_chunks", "chunk_text", "record_id = %s",
-                 ["mem-db-add-docs"]) == [("Index this stored text",)]
+    assert chunk_texts(db, store, "mem-db-add-docs") == ["Index this stored text"]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
-def test_add_with_index_texts(store: OracleDBMemoryStore, db: psycopg.Connection[Any]) -> None:
+def test_add_with_index_texts(store: OracleDBMemoryStore, db: StoredRows) -> None:
     assert store.add(
         ["Stored text"],
         record_type="memory",
@@ -74,13 +61,11 @@ def test_add_with_index_texts(store: OracleDBMemoryStore, db: psycopg.Connection
     ) == ["mem-db-index-text-docs"]
     record = store.get("memory", "mem-db-index-text-docs")
     assert record is not None and record.content == "Stored text"
-    assert _rows(db, store, "record_chunks", "chunk_text", "record_id = %s",
-                 ["mem-db-index-text-docs"]) == [("Search this text",)]
+    assert chunk_texts(db, store, "mem-db-index-text-docs") == ["Search this text"]
 
 
-@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
 def test_add_with_timestamp_anchored_ttl(store: OracleDBMemoryStore,
-                                         db: psycopg.Connection[Any]) -> None:
+                                         db: StoredRows) -> None:
     assert store.add(
         ["Short-lived event"],
         record_type="memory",
@@ -90,10 +75,9 @@ def test_add_with_timestamp_anchored_ttl(store: OracleDBMemoryStore,
         ttl_anchor=TimeToLiveAnchor.TIMESTAMP,
     ) == ["mem-db-ttl-docs"]
     # Expiry counts from the event timestamp, not from the insert time.
-    [(event_ts, expires_at)] = _rows(db, store, "memory", "event_ts, expires_at", "id = %s",
-                                     ["mem-db-ttl-docs"])
-    assert event_ts == datetime(2026, 1, 1, 12, tzinfo=timezone.utc)
-    assert expires_at == datetime(2026, 1, 8, 12, tzinfo=timezone.utc)
+    assert db.timestamps(store, "memory", "mem-db-ttl-docs", ("event_ts", "expires_at")) == (
+        datetime(2026, 1, 1, 12, tzinfo=timezone.utc),
+        datetime(2026, 1, 8, 12, tzinfo=timezone.utc))
     # That moment has passed, so reads hide the record although the row is still stored.
     assert store.get("memory", "mem-db-ttl-docs") is None
     assert store.list("memory", record_id="mem-db-ttl-docs") == []
