@@ -119,6 +119,33 @@ class PostgresStoredRows:
         return tuple(row)
 
 
+def oracle_chunks_sql(objects: OracleObjects, with_vector: bool) -> str:
+    """The retrieval rows of a store, of one record when ``:id`` is not NULL."""
+    vector = "embedding" if with_vector else "NULL"
+    return (f"SELECT record_type, record_id, chunk_no, chunk_text, {vector} FROM "
+            f"{objects.table('record_chunks')} WHERE :id IS NULL OR record_id = :id "
+            "ORDER BY record_id, chunk_no")
+
+
+def oracle_count_sql(objects: OracleObjects, table: str, columns: Sequence[str]) -> str:
+    """Rows of managed table ``table`` whose ``columns`` equal binds ``:v0``, ``:v1``..."""
+    condition = " AND ".join(f"{quote(c)} = :v{n}" for n, c in enumerate(columns)) or "1 = 1"
+    return f"SELECT COUNT(*) FROM {objects.table(table)} WHERE {condition}"
+
+
+def oracle_timestamps_sql(objects: OracleObjects, table: str, columns: Sequence[str]) -> str:
+    """Timestamp ``columns`` of row ``:id``, in UTC (python-oracledb fetches TIMESTAMP WITH
+    TIME ZONE without its zone)."""
+    selected = ", ".join(f"SYS_EXTRACT_UTC({quote(c)})" for c in columns)
+    return f"SELECT {selected} FROM {objects.table(table)} WHERE id = :id"
+
+
+def oracle_registry_sql(objects: OracleObjects, columns: Sequence[str]) -> str:
+    """``columns`` of the registry row ``:key``."""
+    return (f"SELECT {', '.join(quote(c) for c in columns)} FROM {objects.registry()} "
+            "WHERE store_key = :key")
+
+
 class OracleStoredRows:
     """The Oracle reader: one connection from the owner's pool (NOT YET RUN, see above)."""
 
@@ -135,13 +162,9 @@ class OracleStoredRows:
 
     def chunks(self, store: OracleDBMemoryStore,
                record_id: str | None = None) -> list[StoredChunk]:
-        table = self._objects(store).table("record_chunks")
-        vector = "embedding" if store.vector_dim else "NULL"
+        statement = oracle_chunks_sql(self._objects(store), bool(store.vector_dim))
         with self.conn.cursor() as cur:
-            cur.execute(
-                f"SELECT record_type, record_id, chunk_no, chunk_text, {vector} FROM {table} "
-                "WHERE :id IS NULL OR record_id = :id ORDER BY record_id, chunk_no",
-                {"id": record_id}, fetch_lobs=False)
+            cur.execute(statement, {"id": record_id}, fetch_lobs=False)
             rows = cur.fetchall()
         chunks = []
         for record_type, rid, chunk_no, text, embedding in rows:
@@ -152,23 +175,19 @@ class OracleStoredRows:
 
     def count(self, store: OracleDBMemoryStore, table: str,
               where: Mapping[str, object] | None = None) -> int:
-        columns = list(where or {})
-        condition = " AND ".join(f"{quote(c)} = :v{n}" for n, c in enumerate(columns)) or "1 = 1"
+        values = list((where or {}).values())
+        statement = oracle_count_sql(self._objects(store), table, list(where or {}))
         with self.conn.cursor() as cur:
-            cur.execute(f"SELECT COUNT(*) FROM {self._objects(store).table(table)} "
-                        f"WHERE {condition}",
-                        {f"v{n}": (where or {})[c] for n, c in enumerate(columns)})
+            cur.execute(statement, {f"v{n}": value for n, value in enumerate(values)})
             row = cur.fetchone()
         assert row is not None
         return int(row[0])
 
     def timestamps(self, store: OracleDBMemoryStore, table: str, record_id: str,
                    columns: Sequence[str]) -> tuple[datetime | None, ...] | None:
-        # python-oracledb fetches TIMESTAMP WITH TIME ZONE without its zone: read it in UTC.
-        selected = ", ".join(f"SYS_EXTRACT_UTC({quote(c)})" for c in columns)
+        statement = oracle_timestamps_sql(self._objects(store), table, columns)
         with self.conn.cursor() as cur:
-            cur.execute(f"SELECT {selected} FROM {self._objects(store).table(table)} "
-                        "WHERE id = :id", {"id": record_id})
+            cur.execute(statement, {"id": record_id})
             row = cur.fetchone()
         if row is None:
             return None
@@ -177,9 +196,7 @@ class OracleStoredRows:
     def registry(self, store: OracleDBMemoryStore, columns: Sequence[str]) -> tuple[Any, ...]:
         objects = self._objects(store)
         with self.conn.cursor() as cur:
-            cur.execute(f"SELECT {', '.join(quote(c) for c in columns)} FROM "
-                        f"{objects.registry()} WHERE store_key = :key",
-                        {"key": registry_key(objects)})
+            cur.execute(oracle_registry_sql(objects, columns), {"key": registry_key(objects)})
             row = cur.fetchone()
         assert row is not None, "the store has no registry row"
         return tuple(row)
