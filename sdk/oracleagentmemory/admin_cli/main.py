@@ -128,6 +128,13 @@ def _shape(parser: argparse.ArgumentParser) -> None:
                         help="the longest time to live a record may have")
 
 
+def _in_database_model(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--in-database-model", metavar="NAME",
+                        help="Oracle only: embed with this in-database model (MODEL or "
+                             "OWNER.MODEL, see `oam-admin model load`), whose dimension "
+                             "--vector-dim gives; a hybrid store's index needs it")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The complete ``oam-admin`` parser."""
     common = _common()
@@ -169,8 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
         _store_id(sub)
         if action == "check":
             _owner(sub, required=False)
+            sub.add_argument("--vector-dim", type=int, metavar="N",
+                             help="check that the store's vectors have this dimension (with "
+                                  "--in-database-model: the model's)")
         else:
             _shape(sub)
+        _in_database_model(sub)
         if action == "recreate":
             _yes(sub)
 

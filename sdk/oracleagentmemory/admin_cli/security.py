@@ -18,6 +18,7 @@ from oracleagentmemory.admin_cli._common import (
     admin_connection,
     admin_url,
     chosen_policies,
+    is_oracle_admin_url,
     owner_schema,
     policy_label,
     read_secret,
@@ -69,6 +70,17 @@ def run_policies(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def runtime_login_created(url: str, login: str, owner: str, role: str) -> str:
+    """The result line of ``runtime-login create``: what the new login holds, in the terms of
+    the URL's database (Oracle grants two system privileges, PostgreSQL one role)."""
+    if is_oracle_admin_url(url):
+        return (f"runtime login {login!r} created: it holds exactly CREATE SESSION and CREATE "
+                "END USER SECURITY CONTEXT (no role, no object privilege); it reaches the "
+                f"tables of {owner!r} only as an end user, through installed policies")
+    return (f"runtime login {login!r} created: member of {role!r} only; it reaches the "
+            f"tables of {owner!r} only through installed policies")
+
+
 def run_runtime_login(args: argparse.Namespace, console: Console) -> int:
     """runtime-login create / drop: logins whose only privilege is the schema's runtime role."""
     if args.runtime_login_command == "drop":
@@ -80,11 +92,11 @@ def run_runtime_login(args: argparse.Namespace, console: Console) -> int:
         return 0
     owner = owner_schema(args)
     password = read_secret(args, RUNTIME_PASSWORD_ENV, "runtime login password")
-    with admin_connection(admin_url(args, console)) as admin:
+    url = admin_url(args, console)
+    with admin_connection(url) as admin:
         console.progress(f"creating runtime login {args.login!r} for schema {owner!r}")
         role = identities.create_runtime_login(admin, args.login, password, owner)
-    console.out(f"runtime login {args.login!r} created: member of {role!r} only; it reaches the "
-                f"tables of {owner!r} only through installed policies")
+    console.out(runtime_login_created(url, args.login, owner, role))
     return 0
 
 

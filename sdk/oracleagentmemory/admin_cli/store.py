@@ -10,9 +10,15 @@ from oracleagentmemory.admin_cli._common import (
     CliError,
     Console,
     admin_url,
+    is_oracle_admin_url,
     policy_label,
     require_yes,
     sdk_progress,
+)
+from oracleagentmemory.admin_cli.store_embedder import (
+    MODEL_OPTION,
+    check_model_options,
+    store_source,
 )
 from oracleagentmemory.core import (
     MemoryRetentionConfig,
@@ -26,6 +32,7 @@ from oracleagentmemory.core.deepsec.admin import (
     add_deep_data_security_policies,
     deep_data_security_protection,
 )
+from oracleagentmemory.errors import InvalidArgumentError
 
 _POLICY_OF = {
     "create": SchemaPolicy.CREATE_IF_EMPTY,
@@ -39,6 +46,39 @@ _VERB = {
     "upgrade": "creating missing objects and upgrading",
     "recreate": "dropping and recreating",
 }
+
+_RECREATE_REFUSED = (
+    "memory store {store_id!r} is protected by Deep Data Security policies and this "
+    "identity cannot administer the oam_sec security schema: recreating it would leave "
+    "the new tables without row-level security and the runtime without access; run "
+    "store recreate as the schema owner that is also a member of the policy "
+    "administrator role (it re-applies the policies and keeps the grants), or remove "
+    "the policies first (oam-admin policies remove); nothing was changed")
+_RECREATE_REFUSED_ORACLE = (
+    "memory store {store_id!r} is protected by Deep Data Security policies (data grants) and "
+    "this identity does not hold the privileges that install them (CREATE DATA ROLE, CREATE "
+    "ANY DATA GRANT... see deploy/oracle/bootstrap.sql): recreating it would leave the new "
+    "tables without their data grants and the end users without access; run store recreate "
+    "as a schema owner that also holds those privileges (it re-applies the policies), or "
+    "remove the policies first (oam-admin policies remove, as the policy administrator) and "
+    "add them again after; nothing was changed")
+
+
+def recreate_refused(url: str, store_id: str) -> str:
+    """Why ``store recreate`` refuses a protected store this identity cannot re-protect, in the
+    terms of the URL's database."""
+    template = _RECREATE_REFUSED_ORACLE if is_oracle_admin_url(url) else _RECREATE_REFUSED
+    return template.format(store_id=store_id)
+
+
+def policies_to_reapply(url: str, store_id: str) -> str:
+    """The warning after an upgrade or recreate whose policies this identity could not
+    re-apply."""
+    covered = "its data grants cover" if is_oracle_admin_url(url) \
+        else "the runtime's column privileges cover"
+    return (f"memory store {store_id!r} is protected by Deep Data Security policies: run "
+            f"`oam-admin policies add` as the policy administrator so {covered} the current "
+            "columns")
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -82,13 +122,7 @@ def _protection_before(action: str, url: str, owner: str | None, store_id: str,
         return None
     protection = deep_data_security_protection(url, owner, store_id)
     if action == "recreate" and protection.row_security and not protection.may_administer:
-        raise CliError(
-            f"memory store {store_id!r} is protected by Deep Data Security policies and this "
-            "identity cannot administer the oam_sec security schema: recreating it would leave "
-            "the new tables without row-level security and the runtime without access; run "
-            "store recreate as the schema owner that is also a member of the policy "
-            "administrator role (it re-applies the policies and keeps the grants), or remove "
-            "the policies first (oam-admin policies remove); nothing was changed")
+        raise CliError(recreate_refused(url, store_id))
     return protection
 
 
@@ -98,9 +132,7 @@ def _protect_again(action: str, protection: StoreProtection | None, store_id: st
     if protection is None or not protection.row_security:
         return
     if not protection.may_administer or not protection.policies:
-        console.warn(f"memory store {store_id!r} is protected by Deep Data Security policies: "
-                     "run `oam-admin policies add` as the policy administrator so the runtime's "
-                     "column privileges cover the current columns")
+        console.warn(policies_to_reapply(url, store_id))
         return
     chosen = list(protection.policies)
     console.progress(f"re-applying {policy_label(chosen)} on memory store {store_id!r} "
@@ -120,20 +152,29 @@ def run_store(args: argparse.Namespace, console: Console) -> int:
     store_id: str = args.memory_store_id
     if action == "recreate":
         require_yes(args, f"store recreate drops every record of memory store {store_id!r}")
+    model = check_model_options(args)
     url = admin_url(args, console)
     kwargs = _options(args)
     owner = getattr(args, "owner_schema", None)
     if owner is not None:
         kwargs["schema_owner"] = owner
     protection = _protection_before(action, url, owner, store_id, console)
-    console.progress(f"{_VERB[action]} memory store {store_id!r}")
-    with sdk_progress(console):
-        store = OracleDBMemoryStore(None, url, schema_policy=_POLICY_OF[action],
-                                    memory_store_id=store_id, **kwargs)
-    try:
-        _describe(store, store_id, console)
-    finally:
-        store.close()
+    console.progress(f"{_VERB[action]} memory store {store_id!r}"
+                     + (f" (in-database model {model})" if model else ""))
+    with store_source(url, model, getattr(args, "vector_dim", None)) as source, \
+            sdk_progress(console):
+        try:
+            store = OracleDBMemoryStore(source.embedder, source.pool,
+                                        schema_policy=_POLICY_OF[action],
+                                        memory_store_id=store_id, **kwargs)
+        except InvalidArgumentError as exc:
+            if exc.argument == "embedder" and is_oracle_admin_url(url):
+                raise CliError(f"{exc}; pass {MODEL_OPTION} NAME --vector-dim N") from exc
+            raise
+        try:
+            _describe(store, store_id, console)
+        finally:
+            store.close()
     _protect_again(action, protection, store_id, url, console)
     console.progress("done")
     return 0
