@@ -23,7 +23,7 @@ from oam_policies import GLOBAL_MEMORIES, OWN_USER_ROWS, SHIPPED_POLICIES, DataR
 from oam_policies.model import Always, TableGrant
 from oam_policies.oracle import MAX_IDENTIFIER_BYTES, OracleTarget, grant_name
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE
-from oracleagentmemory.engines.oracle import admin_ddl, admin_sql
+from oracleagentmemory.engines.oracle import admin_ddl, admin_sql, security_admin
 from oracleagentmemory.engines.oracle.admin_names import (
     GROUP_ROLE_PREFIX,
     group_data_role,
@@ -57,10 +57,9 @@ def objects(store: str | None = "st", owner: str = "oam_owner") -> OracleObjects
 
 
 def target(role: str, columns: dict[str, frozenset[str]] | None = None) -> OracleTarget:
-    o = objects()
-    tables = {t: o.names.table(t) for t in MANAGED_TABLES}
-    tables["registry"] = REGISTRY_TABLE
-    return OracleTarget(owner=o.owner, tables=tables, data_role=role, columns=columns)
+    """The target the admin itself renders for store ``st`` (so the golden files pin what it
+    runs)."""
+    return security_admin._target(objects(), role, columns)
 
 
 def without_vectors() -> dict[str, frozenset[str]]:

@@ -83,13 +83,19 @@ class OracleTarget:
     ``data_role`` is the grantee (a local data role, or one mapped to an identity-provider
     group). ``columns``, when given, maps logical table names to the columns that exist: column
     lists then name only those (a store created without vector storage has no ``embedding``).
-    Names are plain (unquoted); the renderer validates and quotes them.
+    ``grant_labels``, when given, maps logical table names to the table part of their data
+    grants' names, where it must differ from the physical name: a table several stores share
+    (the registry) is labelled per store, so that a role carrying the grants of several stores
+    (a group's mapped role) holds one grant per store, and a grant of one store is never taken
+    for, replaced or dropped as another store's. Names are plain (unquoted); the renderer
+    validates and quotes them.
     """
 
     owner: str
     tables: Mapping[str, str]
     data_role: str
     columns: Mapping[str, frozenset[str]] | None = None
+    grant_labels: Mapping[str, str] | None = None
 
     def physical(self, table: str) -> str:
         """Unquoted physical name of logical ``table``."""
@@ -97,6 +103,12 @@ class OracleTarget:
             raise ValueError(f"invalid table {table!r}: the target names no physical table "
                              "for it")
         return self.tables[table]
+
+    def grant_label(self, table: str) -> str:
+        """Unquoted table part of the names of the data grants on logical ``table``."""
+        if self.grant_labels is not None and table in self.grant_labels:
+            return self.grant_labels[table]
+        return self.physical(table)
 
     def qualified(self, table: str) -> str:
         """Quoted ``"OWNER"."TABLE"`` of logical ``table``."""
@@ -149,10 +161,11 @@ def _join(operator: str, parts: list[str]) -> str:
 
 def grant_name(data_role: str, policy: str, physical_table: str, index: int) -> str:
     """Unquoted name of grant ``index`` of ``policy`` given to ``data_role`` on
-    ``physical_table``.
+    ``physical_table`` (the table's :meth:`OracleTarget.grant_label`).
 
     ``<ROLE>_<POLICY>_<TABLE>_DG<index>``: the policy name keeps two policies attached to one
-    role (a mapped role carries every policy of its group) from replacing each other's grants.
+    role (a mapped role carries every policy of its group) from replacing each other's grants,
+    and the table label keeps two stores' grants on a shared table apart.
     Over 128 bytes the name is cut and ends with a hash of the full name, so it stays unique
     and deterministic.
     """
@@ -168,7 +181,7 @@ def grant_name(data_role: str, policy: str, physical_table: str, index: int) -> 
 
 def _qualified_grant(policy: DataRolePolicy, target: OracleTarget, table: str,
                      index: int) -> str:
-    name = grant_name(target.data_role, policy.name, target.physical(table), index)
+    name = grant_name(target.data_role, policy.name, target.grant_label(table), index)
     return f"{quote_identifier(target.owner, 'schema')}.{quote_identifier(name, 'grant name')}"
 
 

@@ -520,13 +520,24 @@ def _target(objects: OracleObjects, role: str,
             columns: Mapping[str, frozenset[str]] | None = None) -> OracleTarget:
     tables = {t: objects.names.table(t) for t in MANAGED_TABLES}
     tables["registry"] = REGISTRY_TABLE
-    return OracleTarget(owner=objects.owner, tables=tables, data_role=role, columns=columns)
+    return OracleTarget(owner=objects.owner, tables=tables, data_role=role, columns=columns,
+                        grant_labels={"registry": registry_grant_label(objects)})
+
+
+def registry_grant_label(objects: OracleObjects) -> str:
+    """The table part of the names of a store's data grants on the schema's shared registry:
+    the store's table prefix and the registry's name (the default store's, unprefixed, is the
+    registry's name). Every store of a schema reads the one registry, and a group's mapped role
+    carries the grants of every store granted to it: named after the registry alone, store B's
+    registry grant would be store A's, so installing B's policy would find (and extend to) every
+    group granted A, and revoking a group from B would drop A's grant."""
+    return f"{objects.names.table_prefix}{REGISTRY_TABLE}"
 
 
 def _grant_names(objects: OracleObjects, policy: DataRolePolicy, role: str) -> set[str]:
     """The names of the data grants ``policy`` gives ``role`` on the store (dictionary case)."""
     target = _target(objects, role)
-    return {grant_name(role, policy.name, target.physical(grant.table), index)
+    return {grant_name(role, policy.name, target.grant_label(grant.table), index)
             for index, grant in enumerate(policy.grants)}
 
 

@@ -1,0 +1,64 @@
+"""Attack review of the Oracle Deep Data Security statements, offline (issue 12).
+
+No Oracle database is reachable here: each test pins a property of the statements the Oracle
+engine and its security admin emit, one per hole the review found, and fails on the code
+before the fix. The live twins of the PostgreSQL attack suite are in
+``tests/test_deepsec_oracle_attacks.py``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from oam_policies import SHIPPED_POLICIES, DataRolePolicy
+from oracleagentmemory.engines.oracle import admin_ddl, security_admin
+from oracleagentmemory.engines.oracle.admin_names import group_data_role, group_mapping
+from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names
+
+GROUP_ROLE = group_data_role(group_mapping("oci_iam:memory-users"))
+CREATED_GRANT = re.compile(r'^CREATE OR REPLACE DATA GRANT "[^"]+"\."([^"]+)"')
+
+
+def store(store_id: str | None, owner: str = "oam_owner") -> OracleObjects:
+    return OracleObjects.of(derive_store_names(memory_store_id=store_id, table_name_prefix=None,
+                                               schema_owner=owner))
+
+
+def created_grants(objects: OracleObjects, policy: DataRolePolicy, role: str) -> set[str]:
+    """The names of the data grants granting ``policy`` on one store to ``role`` creates."""
+    statements = admin_ddl.install_policy(policy, security_admin._target(objects, role), None)
+    return {m.group(1) for s in statements if (m := CREATED_GRANT.match(s))}
+
+
+# --- a group's mapped role carries the grants of several stores ----------------------------
+@pytest.mark.parametrize("policy", SHIPPED_POLICIES.values(), ids=lambda p: p.name)
+def test_a_groups_grants_on_one_store_never_pass_for_its_grants_on_another(
+        policy: DataRolePolicy) -> None:
+    """Store A and store B of one schema share the registry table. Named after the table
+    alone, the group's registry grant of A was also B's: installing B's policy then found the
+    group among B's holders and gave it B's rows, and revoking the group from B dropped A's
+    grant."""
+    a, b, default = store("a"), store("b"), store(None)
+    for one, other in ((a, b), (a, default), (b, default)):
+        assert not created_grants(one, policy, GROUP_ROLE) & created_grants(
+            other, policy, GROUP_ROLE)
+        # what the admin looks for when it decides that a group holds the policy on a store
+        assert not security_admin._grant_names(other, policy, GROUP_ROLE) & created_grants(
+            one, policy, GROUP_ROLE)
+
+
+@pytest.mark.parametrize("policy", SHIPPED_POLICIES.values(), ids=lambda p: p.name)
+def test_the_grant_names_the_admin_looks_for_are_those_it_creates(
+        policy: DataRolePolicy) -> None:
+    for objects in (store("a"), store(None)):
+        # every grant of the shipped policies grants something on a store with every column
+        assert security_admin._grant_names(objects, policy, GROUP_ROLE) == created_grants(
+            objects, policy, GROUP_ROLE)
+
+
+def test_the_default_stores_grants_keep_their_names() -> None:
+    default = security_admin._target(store(None), GROUP_ROLE)
+    assert default.grant_label("registry") == default.physical("registry")
+    assert security_admin._target(store("b"), GROUP_ROLE).grant_label("registry") == \
+        "B_agent_memory_store_registry"
