@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlglot
 from fake_docker_api import FakeDockerApi
 from provision import engine_marks
 from provision import oracle as provision_oracle
@@ -33,11 +34,13 @@ from provision.oracle_container import (
     DEFAULT_IMAGE,
     IMAGE_ENV,
     NO_END_USER_CONTEXTS,
+    ORACLE_TEXT_QUERY,
     ContainerStartError,
     image_refusal,
     oracle_container,
     runtime_unavailable,
 )
+from sqlglot import exp
 from testcontainers.core.config import testcontainers_config
 
 TESTS = Path(__file__).resolve().parent
@@ -160,6 +163,14 @@ def test_the_default_image_is_a_regular_26ai_release_with_deep_data_security() -
     assert name == "gvenzl/oracle-free"
     assert tag.startswith("23.26.") and int(tag.split(".")[2]) >= 2  # Deep Data Security
     assert image_refusal(DEFAULT_IMAGE) is None
+
+
+def test_the_oracle_text_check_is_one_query_on_the_component_registry() -> None:
+    """Offline: it parses as Oracle SQL and reads DBA_REGISTRY's CONTEXT row (not run live)."""
+    parsed = sqlglot.parse_one(ORACLE_TEXT_QUERY, read="oracle")
+    assert isinstance(parsed, exp.Select)
+    assert [t.name.upper() for t in parsed.find_all(exp.Table)] == ["DBA_REGISTRY"]
+    assert parsed.args["where"].sql(dialect="oracle") == "WHERE comp_id = 'CONTEXT'"
 
 
 # --- bootstrap.sql without SQLcl -----------------------------------------------------------------

@@ -58,6 +58,10 @@ SERVICE = "FREEPDB1"
 
 LISTENER_PORT = 1521
 
+ORACLE_TEXT_QUERY = "SELECT status FROM dba_registry WHERE comp_id = 'CONTEXT'"
+"""Oracle Text's component status (Database Reference: DBA_REGISTRY; ``CONTEXT`` is Oracle
+Text's component id)."""
+
 NO_DEEP_DATA_SECURITY_CODES = frozenset({900, 904, 942})
 """ORA_END_USER_CONTEXT unknown: invalid statement, invalid identifier, no such table or view."""
 
@@ -231,7 +235,7 @@ def prepare(image: str, system: Account) -> ContainerDatabase:
 
 def oracle_text_missing(cur: oracledb.Cursor) -> str | None:
     """Why the database has no usable Oracle Text (``None``: component CONTEXT is VALID)."""
-    cur.execute("SELECT status FROM dba_registry WHERE comp_id = 'CONTEXT'")
+    cur.execute(ORACLE_TEXT_QUERY)
     row = cur.fetchone()
     if row is None:
         return "Oracle Text is not installed (no CONTEXT component in DBA_REGISTRY)"
