@@ -12,7 +12,8 @@ import re
 
 import pytest
 from oam_policies import SHIPPED_POLICIES, DataRolePolicy
-from oracleagentmemory.engines.oracle import admin_ddl, security_admin
+from oracleagentmemory.engines.identifiers import MANAGED_TABLES
+from oracleagentmemory.engines.oracle import admin_ddl, audit_sql, security_admin
 from oracleagentmemory.engines.oracle.admin_names import group_data_role, group_mapping
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names
 
@@ -62,3 +63,19 @@ def test_the_default_stores_grants_keep_their_names() -> None:
     assert default.grant_label("registry") == default.physical("registry")
     assert security_admin._target(store("b"), GROUP_ROLE).grant_label("registry") == \
         "B_agent_memory_store_registry"
+
+
+# --- the write audit names the end user the database reports, or refuses the write ---------
+def test_an_audited_write_whose_end_user_cannot_be_read_fails_rather_than_goes_unattributed(
+        ) -> None:
+    """The trigger recorded ``NULL`` (no end user: the owner's or an administrator's write) on
+    any error of the end-user lookup; only a database without Deep Data Security may."""
+    o = store("st")
+    triggers = [audit_sql.record_trigger(o, t) for t in MANAGED_TABLES]
+    triggers.append(audit_sql.truncate_trigger(o))
+    handler = ("EXCEPTION WHEN OTHERS THEN IF SQLCODE IN (-900, -904, -942) THEN "
+               "v_user := NULL; ELSE RAISE; END IF; END;")
+    for trigger in triggers:
+        assert trigger.count("ORA_END_USER_CONTEXT.username") == 1
+        assert trigger.count("EXCEPTION WHEN OTHERS") == 1
+        assert handler in trigger, trigger

@@ -223,13 +223,23 @@ def transaction_time_package(o: OracleObjects) -> list[str]:
     ]
 
 
+NO_DEEP_SEC_SQLCODES = (-900, -904, -942)
+"""What the end-user query raises on a database without Deep Data Security (ORA-00900 invalid
+statement, ORA-00904 invalid identifier, ORA-00942 no such view): the only failures the trigger
+records as "no end user"."""
+
 _END_USER = ("BEGIN EXECUTE IMMEDIATE 'SELECT ORA_END_USER_CONTEXT.username FROM dual' "
-             "INTO v_user; EXCEPTION WHEN OTHERS THEN v_user := NULL; END;")
+             "INTO v_user; EXCEPTION WHEN OTHERS THEN IF SQLCODE IN ("
+             + ", ".join(str(code) for code in NO_DEEP_SEC_SQLCODES)
+             + ") THEN v_user := NULL; ELSE RAISE; END IF; END;")
 """The verified end user (``NULL`` outside an end-user context). Dynamic SQL, so the trigger
 compiles whatever PL/SQL makes of the dotted name; a database without the operator records
-``NULL`` rather than refusing every write. *Unverified*: that the operator answers inside a
-definer-rights trigger as it does at top level (the engine's own check,
-``context.USERNAME_QUERY``, runs at top level)."""
+``NULL`` rather than refusing every write. Any other failure (a name longer than the
+variable, an error of the context itself) is raised, and the write with it: recorded as
+``NULL``, an end user's write would read as one made outside any end-user context (the owner's
+or an administrator's), so an end user who could make the lookup fail would write unattributed.
+*Unverified*: that the operator answers inside a definer-rights trigger as it does at top level
+(the engine's own check, ``context.USERNAME_QUERY``, runs at top level)."""
 
 
 def _insert(o: OracleObjects, operation: str, logical: str, row: str) -> str:
