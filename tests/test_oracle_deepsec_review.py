@@ -79,3 +79,23 @@ def test_an_audited_write_whose_end_user_cannot_be_read_fails_rather_than_goes_u
         assert trigger.count("ORA_END_USER_CONTEXT.username") == 1
         assert trigger.count("EXCEPTION WHEN OTHERS") == 1
         assert handler in trigger, trigger
+
+
+# --- mandatory data grants: no table of a store is reachable by an ordinary privilege -------
+MAC = re.compile(r'^SET USE DATA GRANTS ONLY ON "[^"]+"\."([^"]+)" ENABLED$')
+
+
+@pytest.mark.parametrize("policy", SHIPPED_POLICIES.values(), ids=lambda p: p.name)
+def test_any_policy_install_puts_every_table_of_the_store_under_mandatory_data_grants(
+        policy: DataRolePolicy) -> None:
+    """A store given only ``global_memories`` kept its threads, messages, documents and
+    profiles without mandatory data grants (an ordinary object privilege, e.g. to PUBLIC,
+    reached them as an end user)."""
+    o = store("st")
+    statements = admin_ddl.install_policy(policy, security_admin._target(o, GROUP_ROLE),
+                                          "CREATE DATA ROLE X")
+    first_other = next(i for i, s in enumerate(statements) if not MAC.match(s))
+    protected = {m.group(1) for s in statements[:first_other] if (m := MAC.match(s))}
+    assert protected == {o.names.table(t).upper() for t in MANAGED_TABLES} | {
+        "AGENT_MEMORY_STORE_REGISTRY"}
+    assert not any(MAC.match(s) for s in statements[first_other:])

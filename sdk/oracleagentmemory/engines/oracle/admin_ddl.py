@@ -77,11 +77,17 @@ def quoted_password(password: object) -> str:
 # --- policies -----------------------------------------------------------------------------------
 def install_policy(policy: DataRolePolicy, target: OracleTarget,
                    create_role: str | None) -> list[str]:
-    """Mandatory data grants on the policy's tables, then ``create_role`` (the role's ``CREATE
-    DATA ROLE``, ``None`` when it exists: :func:`create_local_role`, :func:`create_group_role`),
-    then each data grant; a grant left with no privilege on the current columns is dropped
-    rather than kept with its old ones."""
-    statements = render_use_data_grants_only(policy.tables(), target)
+    """Mandatory data grants on every table of the store (the policy's first), then
+    ``create_role`` (the role's ``CREATE DATA ROLE``, ``None`` when it exists:
+    :func:`create_local_role`, :func:`create_group_role`), then each data grant; a grant left
+    with no privilege on the current columns is dropped rather than kept with its old ones.
+
+    Every table, not only those the policy names: a store given only ``global_memories`` would
+    otherwise keep its threads, messages, documents and profiles reachable by an end user
+    through any ordinary object privilege (one granted to ``PUBLIC``, say), where PostgreSQL
+    gives the runtime role no privilege at all on them."""
+    statements = render_use_data_grants_only(
+        dict.fromkeys((*policy.tables(), *target.tables)), target)
     if create_role is not None:
         statements.append(create_role)
     statements.extend(policy_grants(policy, target))
