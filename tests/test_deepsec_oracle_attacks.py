@@ -60,9 +60,11 @@ from oracle_dds import (
     setup_environment,
 )
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES
+from oracleagentmemory.engines.oracle.admin_names import store_data_role
 from oracleagentmemory.engines.oracle.context import USERNAME_QUERY, seen_username
 from oracleagentmemory.engines.oracle.driver_errors import error_info
-from oracleagentmemory.errors import OracleAgentMemoryError
+from oracleagentmemory.engines.oracle.security_admin import OracleSecurityAdmin
+from oracleagentmemory.errors import EndUserContextError, OracleAgentMemoryError
 
 ALICE, BOB, CAROL, DAVE = USERS
 
@@ -532,3 +534,140 @@ def test_many_users_interleaved_on_a_small_pool_each_see_only_their_rows(
     with oracle_dds.runtime_pool.acquire() as conn, conn.cursor() as cur:
         # Every pooled session came back without a context.
         assert seen_username((rows(cur, USERNAME_QUERY) or [(None,)])[0][0]) is None
+
+
+# --- twins added by the Oracle attack review (H7) ----------------------------------------------
+def test_a_chunk_can_only_index_the_users_own_record(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, unchanged: None) -> None:
+    """Twin of ``test_deepsec_holes``: a retrieval row of BOB's naming ALICE's memory, a global
+    memory or ALICE's message is refused, though its owner column is his."""
+    statement = (f"INSERT INTO {seeded.table('record_chunks')} (record_type, record_id, "
+                 "chunk_no, chunk_text, user_id) VALUES (:record_type, :record_id, 99, 'x', "
+                 ":owner_id)")
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        for record_type, record_id in (("memory", "a1"), ("memory", "g1"),
+                                       ("message", "m-alice"), ("user_profile", ALICE)):
+            with pytest.raises(oracledb.DatabaseError):
+                cur.execute(statement, {"record_type": record_type, "record_id": record_id,
+                                        "owner_id": BOB})
+            conn.rollback()
+        for record_type, record_id in (("memory", "b1"), ("message", "m-bob"),
+                                       ("user_profile", BOB)):  # positive controls
+            cur.execute(statement, {"record_type": record_type, "record_id": record_id,
+                                    "owner_id": BOB})
+            assert cur.rowcount == 1, (record_type, record_id)
+
+
+def test_a_link_can_only_join_the_users_own_memories(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, unchanged: None) -> None:
+    statement = insert_sql(seeded, "memory_link")
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        for source, target in (("b1", "a1"), ("a1", "b1"), ("b1", "g1"), ("a1", "a2")):
+            with pytest.raises(oracledb.DatabaseError):
+                cur.execute(statement, insert_binds("memory_link", BOB, source_id=source,
+                                                    target_id=target))
+            conn.rollback()
+        cur.execute(statement, insert_binds("memory_link", BOB))  # positive control: b1-b3
+        assert cur.rowcount == 1
+
+
+# Per table: the columns no end user may change, even on their own rows.
+FROZEN_COLUMNS: dict[str, tuple[str, ...]] = {
+    "thread": ("id", "user_id", "created_at"),
+    "thread_summary": ("id", "user_id", "thread_id", "created_at"),
+    "actor_profile": ("actor_type", "actor_id", "created_at"),
+    "message": ("id", "user_id", "thread_id", "seq_no", "created_at"),
+    "document": ("id", "user_id", "created_at"),
+    "memory": ("id", "user_id", "record_type", "created_at"),
+    "memory_link": ("id", "user_id", "source_id", "target_id", "created_at"),
+    "record_chunks": ("record_id", "record_type", "user_id", "chunk_text", "created_at"),
+}
+assert set(FROZEN_COLUMNS) == set(MANAGED_TABLES)
+
+
+@pytest.mark.parametrize("logical", list(PROBES))
+def test_owner_identity_and_type_columns_cannot_be_changed_even_on_own_rows(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, unchanged: None,
+        logical: str) -> None:
+    """Twin of ``test_deepsec_attacks``: no UPDATE column list names them, so the database
+    refuses the statement or leaves the row unchanged (rowcount 0); the owner's snapshot, which
+    holds these columns, proves nothing moved."""
+    _, _, bobs, allowed, _ = PROBES[logical]
+    table = seeded.table(logical)
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        for column in FROZEN_COLUMNS[logical]:
+            try:
+                cur.execute(f"UPDATE {table} SET {column} = {column} WHERE "
+                            f"{key_filter(logical)}", {"k": bobs})
+                assert cur.rowcount == 0, column
+            except oracledb.DatabaseError:
+                conn.rollback()
+        cur.execute(f"UPDATE {table} SET {allowed} = {allowed} WHERE {key_filter(logical)}",
+                    {"k": bobs})  # positive control (rolled back)
+        assert cur.rowcount >= 1
+
+
+def policy_changing_statements(seeded: OracleSeeded) -> list[str]:
+    role = store_data_role(seeded.objects, "own_user_rows")
+    memory = seeded.table("memory")
+    return [f"SET USE DATA GRANTS ONLY ON {memory} DISABLED",
+            f'CREATE OR REPLACE DATA GRANT "{seeded.owner}"."OAM_ATTACK_DG" AS SELECT ON '
+            f'{memory} TO "{role}"',
+            'CREATE DATA ROLE "OAM_ATTACK_ROLE"',
+            f'GRANT DATA ROLE "{role}" TO "{NO_GRANTS_USER}"',
+            f'REVOKE DATA ROLE "{role}" FROM "{ALICE}"']
+
+
+def test_neither_the_runtime_account_nor_an_end_user_can_change_the_policies(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded) -> None:
+    """Twin of ``test_runtime_login_cannot_alter_drop_or_add_policies``."""
+    statements = policy_changing_statements(seeded)
+    with oracle_dds.runtime.connect() as conn, conn.cursor() as cur:
+        for statement in statements:
+            with pytest.raises(oracledb.DatabaseError):
+                cur.execute(statement)
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        for statement in statements:
+            with pytest.raises(oracledb.DatabaseError):
+                cur.execute(statement)
+    # Positive controls: the statements' grammar is right (the administrator's idempotent
+    # re-enable runs), and nothing changed: ALICE still reads her memory, the end user without
+    # a role still reads nothing.
+    with oracle_dds.admin.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"SET USE DATA GRANTS ONLY ON {seeded.table('memory')} ENABLED")
+    with oracle_dds.as_user(ALICE) as conn, conn.cursor() as cur:
+        assert ("a1",) in rows(cur, f"SELECT id FROM {seeded.table('memory')}")
+    try:
+        with oracle_dds.as_user(NO_GRANTS_USER) as conn, conn.cursor() as cur:
+            seen = refused_or_empty(cur, f"SELECT id FROM {seeded.table('memory')}")
+    except oracledb.DatabaseError as exc:
+        seen = describe(exc)
+    assert seen == [] or isinstance(seen, str), seen
+
+
+def test_the_runtime_account_outside_a_context_reaches_no_table(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, unchanged: None) -> None:
+    """Twin of ``test_no_check_store_outside_a_context_is_refused`` at the SQL level."""
+    with oracle_dds.runtime.connect() as conn, conn.cursor() as cur:
+        for logical in (*MANAGED_TABLES, "registry"):
+            seen = refused_or_empty(cur, f"SELECT COUNT(*) FROM {seeded.table(logical)}")
+            assert isinstance(seen, str), (logical, seen)  # ORA-00942: no privilege path
+        for logical in MANAGED_TABLES:
+            with pytest.raises(oracledb.DatabaseError):
+                cur.execute(insert_sql(seeded, logical), insert_binds(logical, BOB))
+        conn.rollback()
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:  # positive control
+        assert ("b1",) in rows(cur, f"SELECT id FROM {seeded.table('memory')}")
+
+
+def test_admin_work_inside_an_end_user_context_is_refused(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded) -> None:
+    """Twin of ``test_admin_calls_inside_a_context_are_refused`` on the admin's own check."""
+    with oracle_dds.as_user(BOB) as conn:
+        admin = OracleSecurityAdmin.for_connection(conn)
+        with pytest.raises(EndUserContextError), admin.transaction():
+            pass
+    with oracle_dds.admin.connect() as conn:  # positive control: the admin's own session
+        admin = OracleSecurityAdmin.for_connection(conn)
+        with admin.transaction():
+            assert admin.current_end_user() is None
