@@ -146,7 +146,9 @@ def run_store(args: argparse.Namespace, console: Console) -> int:
 
     ``upgrade`` and ``recreate`` leave a protected store protected: they re-apply its installed
     policies (whose grants are kept), and ``recreate`` refuses, before dropping anything, an
-    identity that could not re-apply them.
+    identity that could not re-apply them. With ``--in-database-model`` (Oracle) the store opens
+    on the command's own small pool with an ``OracleDBEmbedder`` of that model, which a hybrid
+    store's index needs (:mod:`.store_embedder`).
     """
     action: str = args.store_command
     store_id: str = args.memory_store_id
