@@ -15,7 +15,8 @@ from oam_policies import SHIPPED_POLICIES, DataRolePolicy
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES
 from oracleagentmemory.engines.oracle import admin_ddl, audit_sql, security_admin
 from oracleagentmemory.engines.oracle.admin_names import group_data_role, group_mapping
-from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names
+from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names, normalise
+from oracleagentmemory.errors import InvalidArgumentError
 
 GROUP_ROLE = group_data_role(group_mapping("oci_iam:memory-users"))
 CREATED_GRANT = re.compile(r'^CREATE OR REPLACE DATA GRANT "[^"]+"\."([^"]+)"')
@@ -99,3 +100,17 @@ def test_any_policy_install_puts_every_table_of_the_store_under_mandatory_data_g
     assert protected == {o.names.table(t).upper() for t in MANAGED_TABLES} | {
         "AGENT_MEMORY_STORE_REGISTRY"}
     assert not any(MAC.match(s) for s in statements[first_other:])
+
+
+# --- names: a look-alike never stands for another end user, role or login --------------------
+@pytest.mark.parametrize("lookalike", ["alıce", "ſam", "ﬀion", "bob\u0130"])
+def test_a_name_that_upper_cases_to_another_is_refused_not_folded(lookalike: str) -> None:
+    """``"alıce".upper() == "ALICE"``: the admin granted, revoked and dropped ALICE when told
+    ``alıce``."""
+    with pytest.raises(InvalidArgumentError):
+        normalise(lookalike, what="end user name")
+    with pytest.raises(InvalidArgumentError):
+        admin_ddl.grant_role("SOME_ROLE", lookalike)
+    with pytest.raises(InvalidArgumentError):
+        admin_ddl.drop_end_user(lookalike)
+    assert admin_ddl.drop_end_user("alice") == 'DROP END USER IF EXISTS "ALICE"'  # control

@@ -49,11 +49,18 @@ names, written unquoted in the DDL, must avoid this list (a test checks it)."""
 
 def normalise(name: object, *, what: str = "identifier") -> str:
     """``name`` upper-cased and validated; raise :class:`InvalidArgumentError` if it breaks
-    the rule (letter first; letters, digits, ``_``, ``$``, ``#``; at most 128 bytes)."""
+    the rule (ASCII: letter first; letters, digits, ``_``, ``$``, ``#``; at most 128 bytes).
+
+    The rule is checked on ``name`` as given, not only on its upper case: Python upper-cases
+    some non-ASCII letters to ASCII ones (``"alıce".upper() == "ALICE"``, ``"ſ"`` to ``"S"``,
+    ``"ﬀ"`` to ``"FF"``), so a look-alike name would otherwise stand for another end user,
+    role or login (an admin granting, revoking or dropping ``alıce`` would act on ``ALICE``).
+    """
     if not isinstance(name, str):
         raise InvalidArgumentTypeError(f"{what} must be a str, got {type(name).__name__}")
     upper = name.upper()
-    if not _IDENTIFIER.fullmatch(upper) or len(upper.encode("utf-8")) > MAX_IDENTIFIER_BYTES:
+    if not name.isascii() or not _IDENTIFIER.fullmatch(upper) or \
+            len(upper.encode("utf-8")) > MAX_IDENTIFIER_BYTES:
         raise InvalidArgumentError(
             f"{what} must start with a letter and contain only letters, digits, _, $ or #, "
             f"at most {MAX_IDENTIFIER_BYTES} bytes; got {name!r}", argument=what)
