@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 
 import pytest
+import sqlglot
 from oam_policies import SHIPPED_POLICIES, DataRolePolicy
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES
-from oracleagentmemory.engines.oracle import admin_ddl, audit_sql, security_admin
+from oracleagentmemory.engines.oracle import admin_ddl, admin_sql, audit_sql, security_admin
 from oracleagentmemory.engines.oracle.admin_names import group_data_role, group_mapping
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names, normalise
 from oracleagentmemory.errors import InvalidArgumentError
+from sqlglot import exp
 
 GROUP_ROLE = group_data_role(group_mapping("oci_iam:memory-users"))
 CREATED_GRANT = re.compile(r'^CREATE OR REPLACE DATA GRANT "[^"]+"\."([^"]+)"')
@@ -114,3 +116,22 @@ def test_a_name_that_upper_cases_to_another_is_refused_not_folded(lookalike: str
     with pytest.raises(InvalidArgumentError):
         admin_ddl.drop_end_user(lookalike)
     assert admin_ddl.drop_end_user("alice") == 'DROP END USER IF EXISTS "ALICE"'  # control
+
+
+# --- drift: what PUBLIC holds reaches the runtime login outside any end-user context -------
+BIND = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
+
+
+def test_the_drift_check_reads_what_public_holds_on_protected_tables() -> None:
+    """Deep Data Security filters end-user sessions only: a SELECT granted to PUBLIC on a
+    protected table let every runtime login, outside a context, read every user's rows, and
+    the drift check (which read the logins' own grants only) did not say so."""
+    text, binds = admin_sql.public_grants()
+    parsed = sqlglot.parse_one(text, read="oracle")
+    assert isinstance(parsed, exp.Union)
+    assert set(BIND.findall(text)) == set(binds)
+    assert binds["public_grantee"] == "PUBLIC" and "'PUBLIC'" not in text
+    assert {t.name.lower() for t in parsed.find_all(exp.Table)} == {
+        "dba_tab_privs", "all_data_grants", "dba_sys_privs", "dba_role_privs"}
+    finding = security_admin._public_finding("object", "OAM_OWNER.ST_MEMORY SELECT")
+    assert "PUBLIC" in finding and "OAM_OWNER.ST_MEMORY SELECT" in finding

@@ -202,6 +202,27 @@ def owned_objects() -> Statement:
             "GROUP BY owner ORDER BY owner", _logins_binds())
 
 
+PUBLIC_GRANTEE = "PUBLIC"
+"""The grantee every database user holds the privileges of, runtime logins included."""
+
+
+def public_grants() -> Statement:
+    """``(kind, name)`` of what ``PUBLIC`` holds that reaches protected rows outside any
+    end-user context: object privileges on a table that has data grants (``owner.table
+    privilege``), ``ANY`` system privileges, and roles.
+
+    Deep Data Security filters end-user sessions only: a runtime login outside a context is
+    an ordinary database user, so whatever ``PUBLIC`` may do on a protected table it may do
+    on every user's rows (where PostgreSQL's row security binds every role but the owner)."""
+    return ("SELECT 'object', p.owner || '.' || p.table_name || ' ' || p.privilege "
+            "FROM dba_tab_privs p WHERE p.grantee = :public_grantee AND EXISTS (SELECT 1 FROM "
+            "all_data_grants g WHERE g.object_owner = p.owner AND g.object_name = p.table_name) "
+            "UNION ALL SELECT 'privilege', privilege FROM dba_sys_privs WHERE grantee = "
+            ":public_grantee AND privilege LIKE :any_privilege "
+            "UNION ALL SELECT 'role', granted_role FROM dba_role_privs WHERE grantee = "
+            ":public_grantee", {"public_grantee": PUBLIC_GRANTEE, "any_privilege": "% ANY %"})
+
+
 def login_grants(login: str) -> Statement:
     """``(kind, name)`` of everything granted to ``login``: system privileges, roles, object
     privileges (``owner.object privilege``) and owned objects (``count``)."""

@@ -425,8 +425,9 @@ class OracleSecurityAdmin(SecurityAdmin):
 
     def runtime_login_drift(self) -> list[str]:
         """One line per grant a runtime login holds beyond its two privileges: system
-        privileges, roles, object privileges, owned objects. (A changed password cannot be
-        seen in the dictionary.)"""
+        privileges, roles, object privileges, owned objects, and what every login holds
+        through ``PUBLIC`` (:func:`.admin_sql.public_grants`: outside an end-user context no
+        data grant filters it). (A changed password cannot be seen in the dictionary.)"""
         findings = [f"runtime login {login}: has {privilege}"
                     for login, privilege in self._rows(sql.extra_system_privileges())]
         findings += [f"runtime login {login}: granted role {role}"
@@ -435,6 +436,8 @@ class OracleSecurityAdmin(SecurityAdmin):
                      for login, owner, name, privilege in self._rows(sql.object_privileges())]
         findings += [f"runtime login {login}: owns {count} object(s)"
                      for login, count in self._rows(sql.owned_objects())]
+        findings += [_public_finding(str(kind), str(name))
+                     for kind, name in self._rows(sql.public_grants())]
         return findings
 
     # --- the session's end user --------------------------------------------------------------
@@ -539,6 +542,14 @@ def _grant_names(objects: OracleObjects, policy: DataRolePolicy, role: str) -> s
     target = _target(objects, role)
     return {grant_name(role, policy.name, target.grant_label(grant.table), index)
             for index, grant in enumerate(policy.grants)}
+
+
+def _public_finding(kind: str, name: str) -> str:
+    """The drift line of one grant to ``PUBLIC`` (see :func:`.admin_sql.public_grants`)."""
+    what = {"object": f"{name} (a table with data grants)", "privilege": name,
+            "role": f"role {name}"}.get(kind, f"{kind} {name}")
+    return (f"every runtime login, through PUBLIC: {what}; outside an end-user context it "
+            "reaches every user's rows (REVOKE it FROM PUBLIC)")
 
 
 def _dictionary_error(exc: oracledb.Error, text: str) -> Exception:
