@@ -135,3 +135,16 @@ def test_the_drift_check_reads_what_public_holds_on_protected_tables() -> None:
         "dba_tab_privs", "all_data_grants", "dba_sys_privs", "dba_role_privs"}
     finding = security_admin._public_finding("object", "OAM_OWNER.ST_MEMORY SELECT")
     assert "PUBLIC" in finding and "OAM_OWNER.ST_MEMORY SELECT" in finding
+
+
+def test_a_store_counts_as_protected_by_grants_on_its_own_tables_only() -> None:
+    """The registry is every store's of the schema: counting grants on it, a store with no
+    policy looked protected as soon as another store of its schema had one."""
+    o = store("b")
+    text, binds = admin_sql.store_data_grants(o, managed_only=True)
+    assert sorted(v for k, v in binds.items() if k != "owner") == sorted(
+        o.names.table(t).upper() for t in MANAGED_TABLES)
+    assert "AGENT_MEMORY_STORE_REGISTRY" not in binds.values()
+    sqlglot.parse_one(text, read="oracle")
+    # the full list (used to find a role's grants, whose names are per store) keeps it
+    assert "AGENT_MEMORY_STORE_REGISTRY" in admin_sql.store_data_grants(o)[1].values()

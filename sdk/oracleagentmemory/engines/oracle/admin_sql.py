@@ -101,9 +101,13 @@ def table_columns(objects: OracleObjects, *, own: bool) -> Statement:
             f"AND table_name IN ({placeholders})", {"owner": objects.owner, **binds})
 
 
-def store_data_grants(objects: OracleObjects) -> Statement:
-    """Names of the data grants (in the owner's schema) on the store's tables."""
-    placeholders, binds = _in_list("t", list(store_table_names(objects)))
+def store_data_grants(objects: OracleObjects, *, managed_only: bool = False) -> Statement:
+    """Names of the data grants (in the owner's schema) on the store's tables and the
+    registry; ``managed_only``: on the store's own tables alone (the registry is every store's
+    of the schema, so a grant on it says nothing of this store)."""
+    tables = [name for name, logical in store_table_names(objects).items()
+              if not (managed_only and logical == "registry")]
+    placeholders, binds = _in_list("t", tables)
     return ("SELECT grant_name FROM all_data_grants WHERE owner = :owner AND object_owner = "
             f":owner AND object_name IN ({placeholders}) ORDER BY grant_name",
             {"owner": objects.owner, **binds})

@@ -215,9 +215,11 @@ class OracleSecurityAdmin(SecurityAdmin):
         return set(MANAGED_TABLES) <= found
 
     def store_has_row_security(self, names: StoreNames) -> bool:
-        """Whether data grants exist on the store's tables (the admin makes their mandatory
-        data grants first, so a table with grants is reachable only through them)."""
-        return bool(self._column(sql.store_data_grants(_objects(names))))
+        """Whether data grants exist on the store's own tables (the admin makes their mandatory
+        data grants first, so a table with grants is reachable only through them). Grants on
+        the registry do not count: every store of the schema shares it, so another store's
+        policies would make an unprotected store look protected."""
+        return bool(self._column(sql.store_data_grants(_objects(names), managed_only=True)))
 
     def runtime_role_name(self, owner_schema: str) -> str:
         """Oracle has no runtime role: the runtime login holds two system privileges itself."""
