@@ -17,7 +17,8 @@ from oracleagentmemory.engines.identifiers import MANAGED_TABLES
 from oracleagentmemory.engines.oracle import admin_ddl, admin_sql, audit_sql, security_admin
 from oracleagentmemory.engines.oracle.admin_names import group_data_role, group_mapping
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names, normalise
-from oracleagentmemory.errors import InvalidArgumentError
+from oracleagentmemory.engines.oracle.open_sessions import OpenSessions
+from oracleagentmemory.errors import InvalidArgumentError, SecurityContextError
 from sqlglot import exp
 
 GROUP_ROLE = group_data_role(group_mapping("oci_iam:memory-users"))
@@ -148,3 +149,29 @@ def test_a_store_counts_as_protected_by_grants_on_its_own_tables_only() -> None:
     sqlglot.parse_one(text, read="oracle")
     # the full list (used to find a role's grants, whose names are per store) keeps it
     assert "AGENT_MEMORY_STORE_REGISTRY" in admin_sql.store_data_grants(o)[1].values()
+
+
+# --- a nested operation on a standalone connection keeps the outer one's context ------------
+def test_only_the_outermost_session_of_a_connection_attaches_and_clears_its_context() -> None:
+    """The engine's lock is re-entrant: an operation started inside another on the same
+    thread and connection attached its context over the outer one's and cleared it at its end,
+    so the outer operation went on without any end-user context (as the login itself)."""
+    alice, bob = object(), object()
+    sessions = OpenSessions()
+    with sessions.entered(alice) as outer:
+        assert outer is True  # the outermost session attaches
+        with sessions.entered(alice) as inner:
+            assert inner is False  # the nested one runs inside it, and clears nothing
+        for other in (bob, None):
+            with pytest.raises(SecurityContextError), sessions.entered(other):
+                pass
+        assert sessions.depth == 1
+    assert sessions.depth == 0
+    with sessions.entered(None) as plain:
+        assert plain is False
+        with pytest.raises(SecurityContextError), sessions.entered(bob):
+            pass
+        with sessions.entered(None) as nested_plain:
+            assert nested_plain is False
+    with sessions.entered(bob) as again:  # a later outermost session attaches its own
+        assert again is True

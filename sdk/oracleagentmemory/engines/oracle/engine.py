@@ -22,6 +22,7 @@ from oracleagentmemory.engines.oracle import context as contexts
 from oracleagentmemory.engines.oracle.ddl import LATEST_SCHEMA_VERSION, MAX_VECTOR_DIM
 from oracleagentmemory.engines.oracle.driver_errors import is_connection_lost, translate
 from oracleagentmemory.engines.oracle.names import MAX_IDENTIFIER_BYTES, OracleObjects
+from oracleagentmemory.engines.oracle.open_sessions import OpenSessions
 from oracleagentmemory.engines.oracle.schema_ops import scalar
 from oracleagentmemory.engines.oracle.schema_sql import current_schema
 from oracleagentmemory.engines.oracle.session import OracleSession
@@ -76,6 +77,7 @@ class OracleEngine(Engine):
         self._pool: oracledb.ConnectionPool | None = None
         self._conn: oracledb.Connection | None = None
         self._lock = threading.RLock()
+        self._open = OpenSessions()  # the standalone connection's open (nested) sessions
         self.scan_choices = ScanChoices()
         self._poisoned = False
         self._login_schema: str | None = None
@@ -110,7 +112,12 @@ class OracleEngine(Engine):
                         raise SecurityContextError(
                             "this connection's end-user context could not be verified cleared; "
                             "it serves nobody any more: give the store a new connection")
-                    yield from self._transaction(self._conn, names, security, self._poison)
+                    with self._open.entered(security) as attach:
+                        if attach or security is None:
+                            yield from self._transaction(self._conn, names, security,
+                                                         self._poison)
+                        else:  # nested in a session already running in this context
+                            yield from self._inside_context(self._conn, names, security)
         except oracledb.Error as exc:
             raise translate(exc) from exc
 
@@ -178,6 +185,14 @@ class OracleEngine(Engine):
         with contexts.attached_context(conn, security, None, discard=discard) as attached:
             self._verified_users().remember(security, attached.username)
             yield from self._work(conn, objects, attached.username, discard)
+
+    def _inside_context(self, conn: oracledb.Connection, names: StoreNames,
+                        security: Any) -> Iterator[OracleSession]:
+        """A session nested in an outer one on the same connection and context
+        (:mod:`.open_sessions`): the outer session attached the context and clears it; this one
+        neither attaches nor clears, so the outer one's remaining work still runs in it."""
+        objects = OracleObjects.of(names, self._owner(conn, names))
+        yield from self._work(conn, objects, self._verified_users().get(security), self._poison)
 
     def _work(self, conn: oracledb.Connection, objects: OracleObjects, end_user: str | None,
               discard: Callable[[oracledb.Connection], None]) -> Iterator[OracleSession]:
