@@ -671,3 +671,59 @@ def test_admin_work_inside_an_end_user_context_is_refused(
         admin = OracleSecurityAdmin.for_connection(conn)
         with admin.transaction():
             assert admin.current_end_user() is None
+
+
+# --- Oracle Text's own packages read the index and the base rows themselves -----------------
+def text_probes(seeded: OracleSeeded) -> dict[str, str]:
+    """Oracle Text calls that take the store's CONTEXT index and return text or hit counts
+    computed by Oracle Text itself (not by a query of the protected table in the session)."""
+    return {"snippet": "SELECT CTX_DOC.SNIPPET(:idx, :rid, :word) FROM dual",
+            "count_hits": "SELECT CTX_QUERY.COUNT_HITS(:idx, :word, TRUE) FROM dual"}
+
+
+def chunk_rowid(oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, record_id: str) -> str:
+    """The ROWID of a memory's retrieval row, read by the owner (an attacker would guess it:
+    ROWIDs are block and slot numbers next to his own)."""
+    with oracle_dds.owner.connect() as conn, conn.cursor() as cur:
+        cur.execute(f"SELECT ROWIDTOCHAR(ROWID) FROM {seeded.table('record_chunks')} WHERE "
+                    "record_type = 'memory' AND record_id = :k", {"k": record_id})
+        row = cur.fetchone()
+    assert row is not None, record_id
+    return str(row[0])
+
+
+def test_oracle_text_packages_give_no_other_users_text_or_hit_counts(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded) -> None:
+    """CTX_DOC.SNIPPET fetches a document by ROWID and CTX_QUERY.COUNT_HITS counts every
+    indexed row: run as BOB (or the runtime account outside a context) on ALICE's row and a
+    word only her memory holds, each must be refused, or return nothing of hers."""
+    index = f"{seeded.owner}.{seeded.objects.object_name('record_chunks_text_ix')}"
+    alices = {"idx": index, "rid": chunk_rowid(oracle_dds, seeded, "a1"), "word": "a1"}
+    bobs = {"idx": index, "rid": chunk_rowid(oracle_dds, seeded, "b1"), "word": "b1"}
+    probes = text_probes(seeded)
+
+    def answers(cur: oracledb.Cursor, name: str,
+                binds: dict[str, str]) -> str | list[tuple[Any, ...]]:
+        """The probe's rows, or the error text (a str) when the database refuses it."""
+        statement = probes[name]
+        used: dict[str, object] = {k: v for k, v in binds.items() if f":{k}" in statement}
+        return refused_or_empty(cur, statement, used)
+
+    def learned_nothing(seen: str | list[tuple[Any, ...]]) -> bool:
+        """Refused, no row, a NULL or zero: nothing of ALICE's memory came back."""
+        return isinstance(seen, str) or all(v in (None, 0, "") for row in seen for v in row)
+
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        for name in probes:
+            seen = answers(cur, name, alices)
+            assert learned_nothing(seen), (name, seen)
+        # Positive control: the same probes on BOB's own row either work (his text, his hit)
+        # or are refused alike, so a refusal above is not a broken probe.
+        own = answers(cur, "snippet", bobs)
+        assert isinstance(own, str) or f"of {BOB}" in json.dumps(own, default=str), own
+        own_hits = answers(cur, "count_hits", bobs)
+        assert isinstance(own_hits, str) or own_hits == [(1,)], own_hits
+    with oracle_dds.runtime.connect() as conn, conn.cursor() as cur:
+        for name in probes:
+            seen = answers(cur, name, alices)
+            assert learned_nothing(seen), (name, seen)
