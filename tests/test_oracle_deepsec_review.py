@@ -13,6 +13,7 @@ import re
 import pytest
 import sqlglot
 from oam_policies import SHIPPED_POLICIES, DataRolePolicy
+from oam_policies.model import AllOf, AnyOf, EndUserIs, Equals, ExistsVisible, IsNull
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES
 from oracleagentmemory.engines.oracle import admin_ddl, admin_sql, audit_sql, security_admin
 from oracleagentmemory.engines.oracle.admin_names import group_data_role, group_mapping
@@ -175,3 +176,49 @@ def test_only_the_outermost_session_of_a_connection_attaches_and_clears_its_cont
             assert nested_plain is False
     with sessions.entered(bob) as again:  # a later outermost session attaches its own
         assert again is True
+
+
+# --- guards: properties the Oracle grants rely on where Oracle's semantics are not verified --
+def _columns(predicate: object) -> set[str]:
+    """The columns of the granted table a predicate reads (not those of its subqueries)."""
+    if isinstance(predicate, (EndUserIs, IsNull, Equals)):
+        return {predicate.column}
+    if isinstance(predicate, (AllOf, AnyOf)):
+        return set().union(*(_columns(p) for p in predicate.parts))
+    if isinstance(predicate, ExistsVisible):
+        return {predicate.column}
+    return set()
+
+
+def _subqueries(predicate: object) -> list[ExistsVisible]:
+    if isinstance(predicate, ExistsVisible):
+        return [predicate]
+    if isinstance(predicate, (AllOf, AnyOf)):
+        return [s for p in predicate.parts for s in _subqueries(p)]
+    return []
+
+
+@pytest.mark.parametrize("policy", SHIPPED_POLICIES.values(), ids=lambda p: p.name)
+def test_no_grant_lets_an_end_user_update_a_column_any_predicate_of_its_table_reads(
+        policy: DataRolePolicy) -> None:
+    """Whether Oracle checks an UPDATE's new values against the grant's predicate (as
+    PostgreSQL's WITH CHECK does) is not documented: no grant of a shipped policy may let an
+    end user change a column a predicate on that table reads (the owner, the type, the key a
+    subquery correlates on), so the answer cannot matter."""
+    read: dict[str, set[str]] = {}
+    for grant in policy.grants:
+        read.setdefault(grant.table, set()).update(_columns(grant.predicate))
+    for grant in policy.grants:
+        assert not set(grant.update_columns or ()) & read[grant.table], grant
+
+
+@pytest.mark.parametrize("policy", SHIPPED_POLICIES.values(), ids=lambda p: p.name)
+def test_every_subquery_of_a_grant_names_its_owner_itself(policy: DataRolePolicy) -> None:
+    """Whether the EXISTS subquery of a data grant predicate runs under the end user's own
+    grants is inferred, not documented: each one compares the parent's owner column with the
+    end user itself, so a subquery run with the owner's rights still finds only their rows."""
+    for grant in policy.grants:
+        for subquery in _subqueries(grant.predicate):
+            assert subquery.where is not None and EndUserIs("user_id") in (
+                [subquery.where] if not isinstance(subquery.where, AllOf)
+                else list(subquery.where.parts)), (grant.table, subquery)
