@@ -727,3 +727,56 @@ def test_oracle_text_packages_give_no_other_users_text_or_hit_counts(
         for name in probes:
             seen = answers(cur, name, alices)
             assert learned_nothing(seen), (name, seen)
+
+
+# --- through the SDK: writes that name another user's records --------------------------------
+def test_a_message_in_another_users_thread_id_stays_the_writers(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, unchanged: None) -> None:
+    """Twin of ``test_deepsec_holes``: BOB's message naming ALICE's thread is his own row;
+    ALICE never reads it in her thread, and BOB never reads hers."""
+    with oracle_dds.runtime_store(seeded, BOB) as store:
+        (planted,) = store.add(["planted by bob"], "message", thread_ids="t-alice",
+                               roles="user", embeddings=[[1.0, 0.0, 0.0]])
+        try:
+            assert [m.content for m in store.list_thread_messages("t-alice")] == [
+                "planted by bob"]
+            with oracle_dds.runtime_store(seeded, ALICE) as alices:  # positive control
+                assert [m.content for m in alices.list_thread_messages("t-alice")] == [
+                    "hello from alice"]
+        finally:
+            assert store.delete("message", planted) == 1
+
+
+def test_the_same_record_id_is_each_users_own_and_deleting_one_spares_the_other(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, unchanged: None) -> None:
+    """Twin of ``test_record_ids_are_unique_per_owner_through_the_sdk`` and of the cascade
+    test: BOB's memory may reuse ALICE's id ``a1``; deleting it (with its retrieval rows and
+    links) deletes none of ALICE's ``a1``, its chunk or her link ``r-a1-a2`` (the owner's
+    snapshot after the test proves it)."""
+    with oracle_dds.runtime_store(seeded, BOB) as store:
+        store.add(["bob's own a1"], "memory", record_ids=["a1"],
+                  embeddings=[[1.0, 0.0, 0.0]])
+        store.add_relations(["a1"], "memory", ["b1"], "memory", "related",
+                            relation_ids=["r-a1-b1"])
+        got = store.get("memory", "a1")
+        assert got is not None and got.content == "bob's own a1"
+        assert store.delete("memory", "a1", cascade=True) == 1
+        assert store.get("memory", "a1") is None
+    with oracle_dds.runtime_store(seeded, ALICE) as alices:  # positive control: hers is there
+        got = alices.get("memory", "a1")
+        assert got is not None and got.content == memory_text("a1")
+
+
+def test_a_primed_pooled_connection_serves_nobody(oracle_dds: OracleDdsEnvironment,
+                                                  seeded: OracleSeeded) -> None:
+    """Twin of ``test_deepsec_holes``: a pooled session some other code left in ALICE's
+    context (released without clearing it, as the driver then clears it) serves BOB as BOB."""
+    conn = oracle_dds.runtime_pool.acquire()
+    conn.set_end_user_security_context(oracle_dds.context(ALICE))
+    with conn.cursor() as cur:
+        assert seen_username((rows(cur, USERNAME_QUERY) or [(None,)])[0][0]) == ALICE
+    oracle_dds.runtime_pool.release(conn)
+    own = sorted(i for i, u in MEMORIES.items() if u in (BOB, None))
+    for _ in range(3):  # every session of the small pool
+        with oracle_dds.runtime_store(seeded, BOB) as store:
+            assert sorted(r.id for r in store.list("memory")) == own
