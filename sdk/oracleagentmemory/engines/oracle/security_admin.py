@@ -247,7 +247,7 @@ class OracleSecurityAdmin(SecurityAdmin):
         columns = self._columns(objects)
         self._ddl(ddl.install_policy(policy, _target(objects, role, columns), create))
         self._resolved[role] = (objects, policy)
-        for group_role, _ in self._groups_holding(objects, policy):
+        for group_role in self._group_roles_holding(objects, policy):
             self._ddl(ddl.policy_grants(policy, _target(objects, group_role, columns)))
 
     def remove_policy(self, names: StoreNames, policy: DataRolePolicy,
@@ -255,7 +255,7 @@ class OracleSecurityAdmin(SecurityAdmin):
         """Drop the policy's data grants (the store's role and every group's copy), then its
         data role. ``remaining`` needs nothing: on Oracle each policy's grants are its own."""
         objects = _objects(names)
-        for group_role, _ in self._groups_holding(objects, policy):
+        for group_role in self._group_roles_holding(objects, policy):
             self._drop_group_grants(objects, policy, group_role)
         role = store_data_role(objects, policy.name)
         exists = self._role_mapping(role) is not None
@@ -484,7 +484,7 @@ class OracleSecurityAdmin(SecurityAdmin):
     def _groups_holding(self, objects: OracleObjects,
                         policy: DataRolePolicy) -> list[tuple[str, str]]:
         """``(group role, principal)`` of every group role holding grants of ``policy`` on the
-        store."""
+        store whose mapping names a group this SDK maps (for listing grants)."""
         present = self._store_grants(objects)
         found = []
         for role, mapped_to in self._rows(sql.group_data_roles()):
@@ -492,6 +492,16 @@ class OracleSecurityAdmin(SecurityAdmin):
             if principal is not None and _grant_names(objects, policy, str(role)) & present:
                 found.append((str(role), principal))
         return found
+
+    def _group_roles_holding(self, objects: OracleObjects, policy: DataRolePolicy) -> list[str]:
+        """Every SDK group role holding grants of ``policy`` on the store, whatever its mapping
+        reads like: removing (or rewriting) a policy must reach every copy, also one whose
+        ``MAPPED_TO`` text :func:`.admin_names.principal_of_mapping` does not parse (its form in
+        the dictionary is not verified live), or the group would keep the store's rows after
+        the policy is removed."""
+        present = self._store_grants(objects)
+        return [str(role) for role, _ in self._rows(sql.group_data_roles())
+                if _grant_names(objects, policy, str(role)) & present]
 
     def _drop_group_grants(self, objects: OracleObjects, policy: DataRolePolicy,
                            group_role: str) -> None:
