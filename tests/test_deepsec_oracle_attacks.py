@@ -780,3 +780,30 @@ def test_a_primed_pooled_connection_serves_nobody(oracle_dds: OracleDdsEnvironme
     for _ in range(3):  # every session of the small pool
         with oracle_dds.runtime_store(seeded, BOB) as store:
             assert sorted(r.id for r in store.list("memory")) == own
+
+
+# --- the optimizer's statistics hold column values -------------------------------------------
+def test_no_other_users_value_leaks_through_optimizer_statistics(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded) -> None:
+    """Twin of ``test_no_row_leaks_through_user_functions_or_statistics``: column statistics
+    (LOW_VALUE / HIGH_VALUE) and histograms (ENDPOINT_ACTUAL_VALUE) hold values of every row.
+    BOB must be refused them, or see none of another user's values; the owner, who gathered
+    them, sees ALICE (lowest) and DAVE (highest) in ``user_id`` (the positive control)."""
+    table = seeded.objects.names.table("memory").upper()
+    others = (ALICE, CAROL, DAVE)
+    statistics = ("SELECT column_name, UTL_RAW.CAST_TO_VARCHAR2(low_value), "
+                  "UTL_RAW.CAST_TO_VARCHAR2(high_value) FROM all_tab_col_statistics "
+                  "WHERE owner = :o AND table_name = :t")
+    histograms = ("SELECT column_name, endpoint_actual_value FROM all_tab_histograms "
+                  "WHERE owner = :o AND table_name = :t")
+    binds: dict[str, object] = {"o": seeded.owner, "t": table}
+    with oracle_dds.owner.connect() as conn, conn.cursor() as cur:
+        cur.execute("BEGIN DBMS_STATS.GATHER_TABLE_STATS(ownname => :o, tabname => :t, "
+                    "method_opt => 'FOR ALL COLUMNS SIZE 254'); END;", binds)
+        owners_view = json.dumps(rows(cur, statistics, binds), default=str)
+        assert ALICE in owners_view and DAVE in owners_view, owners_view  # positive control
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        for statement in (statistics, histograms):
+            seen = refused_or_empty(cur, statement, binds)
+            text = seen if isinstance(seen, str) else json.dumps(seen, default=str)
+            assert isinstance(seen, str) or not any(u in text for u in others), text
