@@ -27,7 +27,7 @@ PostgreSQL attacks with no Oracle meaning, and why:
   ``set_config('oam.end_user_assertion')``), the assertion cache on a reused backend pid, the
   maximum assertion lifetime: the context is the driver's piggyback, checked by the database
   against the identity provider's token; the twin is the forged-access-token test here.
-- ``SET row_security = off``, ``pg_stats``, snapshot transactions started before a revoke, the
+- ``SET row_security = off``, snapshot transactions started before a revoke, the
   security schema's privileges, role and runtime-role name collisions, advisory locks on
   message sequence numbers: PostgreSQL mechanisms with no Oracle counterpart (the runtime
   account's privileges are checked here instead).
