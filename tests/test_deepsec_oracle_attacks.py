@@ -807,3 +807,20 @@ def test_no_other_users_value_leaks_through_optimizer_statistics(
             seen = refused_or_empty(cur, statement, binds)
             text = seen if isinstance(seen, str) else json.dumps(seen, default=str)
             assert isinstance(seen, str) or not any(u in text for u in others), text
+
+
+def test_flashback_queries_see_none_of_alices_rows(oracle_dds: OracleDdsEnvironment,
+                                                   seeded: OracleSeeded) -> None:
+    """A query of the table as it was (``AS OF``, ``VERSIONS BETWEEN``) reads undo, not the
+    current rows: it must be refused, or filtered by BOB's grants as a plain query is."""
+    table = seeded.table("memory")
+    probes = (f"SELECT id FROM {table} AS OF TIMESTAMP SYSTIMESTAMP - INTERVAL '1' SECOND",
+              f"SELECT id FROM {table} VERSIONS BETWEEN TIMESTAMP SYSTIMESTAMP - "
+              "INTERVAL '1' MINUTE AND SYSTIMESTAMP")
+    with oracle_dds.as_user(BOB) as conn, conn.cursor() as cur:
+        for statement in probes:
+            seen = refused_or_empty(cur, statement)
+            assert isinstance(seen, str) or {i for (i,) in seen} <= {
+                i for i, u in MEMORIES.items() if u in (BOB, None)}, (statement, seen)
+        # Positive control: the plain query reads BOB's rows.
+        assert ("b1",) in rows(cur, f"SELECT id FROM {table}")
