@@ -59,6 +59,8 @@ from oracle_dds import (
     end_user_context,
     setup_environment,
 )
+from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
+from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES
 from oracleagentmemory.engines.oracle.admin_names import store_data_role
 from oracleagentmemory.engines.oracle.context import USERNAME_QUERY, seen_username
@@ -824,3 +826,26 @@ def test_flashback_queries_see_none_of_alices_rows(oracle_dds: OracleDdsEnvironm
                 i for i, u in MEMORIES.items() if u in (BOB, None)}, (statement, seen)
         # Positive control: the plain query reads BOB's rows.
         assert ("b1",) in rows(cur, f"SELECT id FROM {table}")
+
+
+def test_the_context_is_cleared_after_every_operation_on_a_standalone_connection(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded) -> None:
+    """Twin of ``test_the_assertion_is_cleared_after_every_operation_on_a_raw_connection``:
+    the store borrows one runtime connection; after each of its operations in BOB's context,
+    the connection runs as no end user and reaches no protected row."""
+    memory = seeded.table("memory")
+    with oracle_dds.runtime.connect() as conn, \
+            OracleMemoryEndUserSecurityContext(oracle_dds.context(BOB)):
+        store = OracleDBMemoryStore(None, conn, schema_policy=SchemaPolicy.NO_CHECK,
+                                    memory_store_id=seeded.store_id,
+                                    schema_owner=oracle_dds.owner_schema)
+        try:
+            for _ in range(2):
+                # Positive control: the operation itself ran as BOB.
+                assert "b1" in {r.id for r in store.list("memory")}
+                with conn.cursor() as cur:
+                    assert seen_username((rows(cur, USERNAME_QUERY) or [(None,)])[0][0]) is None
+                    seen = refused_or_empty(cur, f"SELECT id FROM {memory}")
+                    assert seen == [] or isinstance(seen, str), seen
+        finally:
+            store.close()
