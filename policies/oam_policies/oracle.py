@@ -230,11 +230,12 @@ def render_grant(policy: DataRolePolicy, index: int, target: OracleTarget) -> st
 
 
 def render_policy(policy: DataRolePolicy, target: OracleTarget) -> list[str]:
-    """Statements that install ``policy`` for ``target.data_role``: its data grants, then
-    mandatory data grants on every table it touches (no other privilege path reaches them)."""
-    statements = [s for index in range(len(policy.grants))
-                  if (s := render_grant(policy, index, target)) is not None]
-    statements.extend(render_use_data_grants_only(policy.tables(), target))
+    """Statements that install ``policy`` for ``target.data_role``: mandatory data grants on
+    every table it touches first (no other privilege path reaches them, even if a later
+    statement fails: Oracle commits each one), then its data grants."""
+    statements = render_use_data_grants_only(policy.tables(), target)
+    statements.extend(s for index in range(len(policy.grants))
+                      if (s := render_grant(policy, index, target)) is not None)
     return statements
 
 
