@@ -205,15 +205,17 @@ def build_parser() -> argparse.ArgumentParser:
     login_actions = login_parser.add_subparsers(dest="runtime_login_command", metavar="ACTION",
                                                 required=True)
     sub = _sub(login_actions, "create", None,
-               "create a login whose only privilege is the schema's runtime role (it reaches "
-               "the tables only through the policies)", common)
+               "create a login that can only log in and act for end users (PostgreSQL: the "
+               "schema's runtime role; Oracle: CREATE SESSION and CREATE END USER SECURITY "
+               "CONTEXT); it reaches the tables only through the policies", common)
     sub.add_argument("--login", required=True, metavar="NAME",
-                     help="the login role to create (lower-case letters, digits, underscores)")
+                     help="the login to create (lower-case letters, digits, underscores)")
     _owner(sub)
     sub.add_argument("--password-stdin", action="store_true",
                      help=f"read the password from standard input (else ${RUNTIME_PASSWORD_ENV})")
     sub = _sub(login_actions, "drop", None,
-               "drop a runtime login (refused while an application uses it); needs --yes",
+               "drop a runtime login (refused while a PostgreSQL application uses it); needs "
+               "--yes",
                common)
     sub.add_argument("--login", required=True, metavar="NAME",
                      help="the runtime login to drop")
@@ -300,8 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_parsers(commands, _sub, common)
     model.add_model_parser(commands, common)
     _sub(commands, "check", check.run_check,
-         "report drift of runtime logins and applications (attributes, role settings, "
-         "memberships, bindings); exit status 1 when any is found", common)
+         "report drift of runtime logins and applications (PostgreSQL: attributes, role "
+         "settings, memberships, bindings; Oracle: any privilege, role, object grant or object "
+         "beyond the two a runtime login holds); exit status 1 when any is found", common)
 
     sub = _sub(commands, "purge-expired", store.run_purge,
                "delete expired rows of a store (as its owner)", common)
