@@ -69,7 +69,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(line, yellow=True)
 
 
-ORACLE_ONLY_MODULES = frozenset({"test_deepsec_oracle_attacks.py"})
+ORACLE_ONLY_MODULES = frozenset({
+    "test_deepsec_oracle_attacks.py", "test_oracle_write_audit_live.py"})
 """Modules that run only on Oracle with Deep Data Security: not collected at all (not even as
 skipped) without Oracle, or on a container (no TCPS, no identity provider); the summary says
 why."""

@@ -1,8 +1,9 @@
 """The write audit on a live Oracle AI Database 26ai: the twin of ``test_write_audit.py``.
 
 NOT YET RUN AGAINST A LIVE DATABASE: no Oracle database was reachable where this was written.
-The module is skipped as a whole unless ``OAM_TEST_ORACLE_ADMIN_DSN`` is set (with the other
-settings of ``tests/oracle_dds.py``); once set, a database that cannot run Deep Data Security
+The module is not collected (``conftest.ORACLE_ONLY_MODULES``), and skipped as a whole when
+named, unless ``OAM_TEST_ORACLE_ADMIN_DSN`` is set (with the other settings of
+``tests/oracle_dds.py``); once set, a database that cannot run Deep Data Security
 fails the tests with the probe's reason, never passes them.
 
 An end user (BOB) writes through the SDK on the runtime pool with his verified context; the
@@ -26,7 +27,7 @@ import oracledb
 import pytest
 from oracle_dds import ADMIN_DSN, OracleDdsEnvironment, OracleSeeded, setup_environment
 
-if not os.environ.get(ADMIN_DSN):
+if not os.environ.get(ADMIN_DSN):  # conftest.ORACLE_ONLY_MODULES leaves it out before this
     pytest.skip(f"Oracle write audit not tested: {ADMIN_DSN} is not set (tests/oracle_dds.py)",
                 allow_module_level=True)
 
