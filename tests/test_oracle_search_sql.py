@@ -10,7 +10,7 @@ row-limiting clause (``FETCH EXACT FIRST``, ``FETCH APPROX FIRST ... WITH TARGET
 those are checked by a strict pattern in the original text, then rewritten to the plain ``FETCH
 FIRST`` before parsing. ``VECTOR_DISTANCE``, ``CONTAINS`` and ``SCORE`` parse as functions.
 
-The candidate source's logic (the exact-scan choice, the sides of a hybrid round, a query
+The candidate source's logic (the exact-scan choice, a query
 without words, the core's loop on top) runs against a fake ``run`` callable that records the
 statements and answers rows: no database and no SQL execution is involved.
 """
@@ -73,10 +73,6 @@ SCENARIOS: dict[str, Any] = {
                                                                   40)),
     "keyword_filtered_every_arm": lambda: statement_or_none(search.keyword_statement(
         objects(), plan("keyword", record_types=ALL_TYPES, **FILTERED), 40)),
-    "hybrid": lambda: search.hybrid_statement(objects(), plan("hybrid", **FILTERED), 40,
-                                              False, QV),
-    "hybrid_exact_without_words": lambda: search.hybrid_statement(
-        objects(), plan("hybrid", text="!!! ---"), 40, True, QV),
     "table_rows": lambda: search.table_rows_statement(objects()),
     "scoped_count": lambda: search.scoped_count_statement(
         objects(), plan(record_types=ALL_TYPES, **FILTERED), 2001),
@@ -176,8 +172,6 @@ def test_keyword_distance_falls_as_the_score_rises() -> None:
 
 def test_text_without_words_has_no_keyword_statement() -> None:
     assert search.keyword_statement(objects(), plan("keyword", text="--- !!"), 40) is None
-    hybrid = search.hybrid_statement(objects(), plan("hybrid", text="--- !!"), 40, False, QV)
-    assert "CONTAINS" not in hybrid.sql and "q" not in hybrid.binds
 
 
 def test_budget_and_vector_are_checked() -> None:
@@ -306,11 +300,12 @@ def test_keyword_rounds_are_exact_and_skip_empty_queries() -> None:
     assert nothing.sides == ([],) and nothing.exact and silent.statements == []
 
 
-def test_hybrid_rows_split_into_sides() -> None:
-    run = FakeRunner(rows=[(0, "fact", "a", 0.1), (1, "fact", "b", 0.2),
-                           (0, "memory", "c", 0.3)])
-    found = candidates(run, plan("hybrid")).round(40, True)
-    assert found.sides == ([("fact", "a", 0.1), ("memory", "c", 0.3)], [("fact", "b", 0.2)])
+def test_a_hybrid_plan_is_not_answered_here() -> None:
+    """Hybrid plans go to the store's hybrid vector index (``engines.oracle.hybrid``)."""
+    run = FakeRunner()
+    with pytest.raises(InvalidArgumentError, match="hybrid vector index"):
+        candidates(run, plan("hybrid")).round(40, True)
+    assert run.statements == []
 
 
 def test_the_core_loop_repeats_a_short_approximate_round_exactly() -> None:

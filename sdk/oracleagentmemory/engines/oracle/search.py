@@ -24,9 +24,7 @@ behaviour is the PostgreSQL engine's (``engines/postgres/search.py``):
 * hybrid plans are answered by the store's hybrid vector index through
   ``DBMS_HYBRID_VECTOR.SEARCH`` (:mod:`.hybrid`, which the session routes them to): the
   database fuses the two sides, and the hits are joined back by ROWID to the chunk and parent
-  rows, under the same filters as here. :func:`hybrid_statement` (both sides in one statement,
-  side 0 vector and side 1 keyword, fused by the core as on PostgreSQL) is the earlier form the
-  session no longer uses; its tests still pin it.
+  rows, under the same filters as here.
 
 Bind names: ``:qv`` the query vector (``array.array('f')``), ``:q`` the keyword query, ``:n`` the
 budget, ``:scN`` scope ids, ``:rtN`` record types, ``:mfN`` metadata-filter values. A runner
@@ -228,24 +226,6 @@ def keyword_statement(o: OracleObjects, plan: SearchPlan, budget: int) -> Statem
                                      for parent, types in _arms(plan)]))
 
 
-def hybrid_statement(o: OracleObjects, plan: SearchPlan, budget: int, exact: bool,
-                     query_vector: Any) -> Statement:
-    """Both sides in one statement: ``(side, record_type, record_id, d)`` rows, side 0 vector
-    and side 1 keyword, each at most ``budget``. A text without words has no keyword side."""
-    query = keyword_query(plan.text or "")
-    binds = BindSet()
-    binds.named("qv", query_vector)
-    binds.named("n", _check_budget(budget))
-    vector = _vector_union(o, plan, exact, binds)
-    sql = f"SELECT 0 AS side, record_type, record_id, d FROM ({vector})"
-    if query is not None:
-        binds.named("q", query)
-        keyword = _limited([_keyword_arm(o, plan, parent, types, binds)
-                            for parent, types in _arms(plan)])
-        sql += f" UNION ALL SELECT 1 AS side, record_type, record_id, d FROM ({keyword})"
-    return binds.statement(sql)
-
-
 def table_rows_statement(o: OracleObjects) -> Statement:
     """The chunk table's row count from the optimizer statistics (``NUM_ROWS``, NULL without
     statistics; no row when the session may not see the table's dictionary entry)."""
@@ -336,11 +316,9 @@ class OracleCandidates(CandidateSource):
         if plan.mode == "vector":
             rows = self._run(vector_statement(o, plan, budget, exact, self._query_vector))
             return CandidateRound(sides=(_candidates(rows),), exact=exact)
-        sides: tuple[list[Candidate], list[Candidate]] = ([], [])
-        for side, record_type, record_id, distance in self._run(
-                hybrid_statement(o, plan, budget, exact, self._query_vector)):
-            sides[int(side)].append((record_type, record_id, float(distance)))
-        return CandidateRound(sides=sides, exact=exact)
+        raise InvalidArgumentError(
+            f"search mode {plan.mode!r} is not one this candidate source answers (a hybrid "
+            "plan goes to the store's hybrid vector index, engines.oracle.hybrid)")
 
 
 def _candidates(rows: list[tuple[Any, ...]]) -> list[Candidate]:
