@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import array
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -59,8 +59,8 @@ from oracleagentmemory.engines.oracle.names import (
     OracleObjects,
     derive_store_names,
 )
-from oracleagentmemory.engines.oracle.record_sql import Batch, Query, Statement
-from oracleagentmemory.engines.oracle.statement import OracleStatement
+from oracleagentmemory.engines.oracle.record_sql import Query
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import DuplicateRecordError, InvalidArgumentError
 from oracleagentmemory.filtertree import And
 from sqlglot import exp
@@ -79,10 +79,10 @@ def vector(*values: float) -> np.ndarray:
     return np.array(values, dtype=np.float32)
 
 
-Item = Statement | Batch | Query
+Item = Statement | Query
 
 
-def statement_of(item: Item) -> Statement | Batch:
+def statement_of(item: Item) -> Statement:
     return item.statement if isinstance(item, Query) else item
 
 
@@ -258,13 +258,13 @@ def rendered(label: str, item: Item) -> str:
         order = " (fetched newest first, returned oldest first)" if item.newest_first else ""
         lines.append(f"-- decoded keys: {', '.join(k for k, _, _ in item.columns)}{order}")
     statement = statement_of(item)
-    if isinstance(statement, Batch):
+    if statement.rows is not None:
         lines.append(f"-- executemany, {len(statement.rows)} rows:")
         lines += [f"--   {_binds(row)}" for row in statement.rows]
     else:
         lines.append(f"-- binds: {_binds(statement.binds)}")
-        if statement.returning:
-            lines.append(f"-- returning into: {_binds(statement.returning)}")
+        if statement.out_binds:
+            lines.append(f"-- returning into: {_binds(statement.out_binds)}")
     if statement.input_sizes:
         lines.append(f"-- input sizes: {_binds(statement.input_sizes)}")
     return "\n".join(lines) + "\n" + statement.sql
@@ -288,11 +288,11 @@ KINDS = {"INSERT": exp.Insert, "SELECT": exp.Select, "UPDATE": exp.Update,
          "DELETE": exp.Delete}
 
 
-def parse(statement: Statement | Batch) -> exp.Expr:
+def parse(statement: Statement) -> exp.Expr:
     """Parse with sqlglot (the ``RETURNING ... INTO`` targets checked and removed first)."""
     sql = statement.sql
     assert ";" not in sql and "--" not in sql, sql
-    returning = statement.returning if isinstance(statement, Statement) else {}
+    returning = statement.out_binds
     if returning:
         found = _INTO.search(sql)
         assert found, f"RETURNING without INTO targets: {sql}"
@@ -327,28 +327,23 @@ def test_every_statement_parses_into_a_real_expression() -> None:
 def test_positive_control_a_broken_statement_is_caught(broken: str) -> None:
     returning = {"deleted_id": record_sql.VARCHAR_OUT, "deleted_owner": record_sql.VARCHAR_OUT}
     with pytest.raises((sqlglot.errors.SqlglotError, AssertionError)):
-        parse(Statement(sql=broken, returning=returning if "RETURNING" in broken else {}))
+        parse(Statement(sql=broken, out_binds=returning if "RETURNING" in broken else {}))
 
 
 # --- binds -------------------------------------------------------------------------------------
 _BIND = re.compile(r"(?<![\w'])[:]([a-z_][a-z0-9_]*)")
 
 
-def bind_problems(statement: Statement | Batch | OracleStatement) -> list[str]:
+def bind_problems(statement: Statement) -> list[str]:
     """What is wrong with a statement's binds: unbound or unused names, reserved words, and
     JSON/timestamp/vector values without their input size."""
     used = set(_BIND.findall(statement.sql))
     problems = [f":{n} is a reserved word" for n in used if n.upper() in RESERVED_WORDS]
-    if isinstance(statement, Batch):
+    if statement.rows is not None:
         bind_sets = [dict(row) for row in statement.rows]
-        out: set[str] = set()
-    elif isinstance(statement, OracleStatement):
-        assert not statement.many and isinstance(statement.binds, Mapping)
-        bind_sets = [dict(statement.binds)]
-        out = set(statement.out_binds)
     else:
         bind_sets = [dict(statement.binds)]
-        out = set(statement.returning)
+    out = set(statement.out_binds)
     for binds in bind_sets:
         if used != set(binds) | out:
             problems.append(f"used {sorted(used)} but bound {sorted(set(binds) | out)}")
@@ -378,8 +373,8 @@ def test_positive_control_the_bind_checks_catch_mistakes() -> None:
     assert bind_problems(Statement(sql="SELECT :m FROM dual", binds={"m": {"a": 1}}))
     assert bind_problems(Statement(sql="SELECT :t FROM dual", binds={"t": T0},
                                    input_sizes={"t": oracledb.DB_TYPE_TIMESTAMP}))
-    assert bind_problems(Batch(sql="SELECT :v FROM dual",
-                               rows=({"v": array.array("f", [1.0])},)))
+    assert bind_problems(Statement(sql="SELECT :v FROM dual",
+                                   rows=({"v": array.array("f", [1.0])},)))
 
 
 def test_every_object_is_schema_qualified() -> None:
@@ -411,6 +406,7 @@ def test_expiry_binds_per_anchor() -> None:
 def test_message_and_image_rows_carry_their_columns() -> None:
     batches = inserts.insert_batches(objects(), message_with_image())
     message, image, chunks = batches
+    assert message.rows is not None and image.rows is not None and chunks.rows is not None
     row = message.rows[0]
     assert row["seq_no"] == 7 and row["content"] == "hello" and row["role"] == "user"
     assert row["event_ts"] == datetime(2026, 3, 4, 5, 6, 7, 890000)  # naive UTC
@@ -420,14 +416,15 @@ def test_message_and_image_rows_carry_their_columns() -> None:
     assert chunks.rows[0]["embedding"] == array.array("f", [0.5, -1.0, 2.0])
     assert chunks.rows[1]["embedding"] is None
     without_vectors = inserts.chunk_batch(objects(), message_with_image()[1:])
-    assert without_vectors is not None and "embedding" not in without_vectors.rows[0]
+    assert without_vectors is not None and without_vectors.rows is not None
+    assert "embedding" not in without_vectors.rows[0]
 
 
 def test_profiles_scope_their_chunks_by_actor() -> None:
     batch = inserts.chunk_batch(objects(), [
         RowPlan("user_profile", "alice", "x", chunks=[ChunkRow("x", None)]),
         RowPlan("agent_profile", "bot", "y", chunks=[ChunkRow("y", None)])])
-    assert batch is not None
+    assert batch is not None and batch.rows is not None
     assert [(r["user_id"], r["agent_id"]) for r in batch.rows] == [("alice", None),
                                                                   (None, "bot")]
     assert inserts.chunk_batch(objects(), [RowPlan("thread", "t", None)]) is None
@@ -662,7 +659,7 @@ def test_deletes_return_the_keys_of_the_deleted_rows() -> None:
     assert profile.sql.endswith("RETURNING actor_id, CASE WHEN actor_type = 'user' THEN "
                                 "actor_id END INTO :deleted_id, :deleted_owner")
     assert profile.binds == {"key_actor_type": "agent", "key_id": "bot"}
-    assert set(profile.returning) == {"deleted_id", "deleted_owner"}
+    assert set(profile.out_binds) == {"deleted_id", "deleted_owner"}
 
 
 def test_the_delete_where_fragments_compose_with_the_relation_statements() -> None:

@@ -141,7 +141,7 @@ def test_load_onnx_model_binds_every_value() -> None:
     assert statement.binds == {"directory": "DM_DUMP", "file_name": "my model.onnx",
                                "model_name": "OWNER.DOC_MODEL",
                                "metadata": '{"function": "embedding"}'}
-    default = embedding.load_onnx_model("dm_dump", "m.onnx", "doc_model").named_binds()
+    default = embedding.load_onnx_model("dm_dump", "m.onnx", "doc_model").binds
     assert json.loads(default["metadata"]) == {
         "function": "embedding", "embeddingOutput": "embedding", "input": {"input": ["DATA"]}}
     for bad_file in ("", "../m.onnx", "a/m.onnx", "a\\m.onnx", ".."):

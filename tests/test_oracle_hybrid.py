@@ -29,9 +29,9 @@ from oracleagentmemory.core._search_loop import run_search
 from oracleagentmemory.engines.interfaces import UNSET, SchemaOptions, SearchPlan
 from oracleagentmemory.engines.layout import search_arms
 from oracleagentmemory.engines.oracle import ddl, hybrid, search
-from oracleagentmemory.engines.oracle.bindset import Statement
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names
 from oracleagentmemory.engines.oracle.session import OracleSession
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 from oracleagentmemory.filtertree import parse_metadata_filter
 from sqlglot import exp

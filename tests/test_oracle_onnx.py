@@ -24,7 +24,7 @@ from oracleagentmemory.admin_cli._common import Console, UsageError
 from oracleagentmemory.admin_cli.model import add_model_parser, run_model
 from oracleagentmemory.engines.oracle import onnx_model
 from oracleagentmemory.engines.oracle.embedding import DEFAULT_ONNX_METADATA
-from oracleagentmemory.engines.oracle.statement import OracleStatement
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.engines.oracle.url import PASSWORD_ENV, connect
 from oracleagentmemory.errors import (
     DatabaseError,
@@ -40,9 +40,9 @@ CLOSED_PORT_URL = "oracle+tcp://oam_owner@127.0.0.1:9/FREEPDB1"
 """Nothing listens on the discard port: a real connect is refused at once."""
 
 
-def golden_statement(s: OracleStatement) -> str:
+def golden_statement(s: Statement) -> str:
     sizes = {k: str(v) for k, v in s.input_sizes.items()}
-    return f"-- binds: {dict(s.named_binds())!r}\n-- input sizes: {sizes!r}\n{s.sql}"
+    return f"-- binds: {dict(s.binds)!r}\n-- input sizes: {sizes!r}\n{s.sql}"
 
 
 def test_statements_match_the_reviewed_golden_file() -> None:
@@ -70,12 +70,12 @@ def test_the_list_query_parses_and_the_calls_have_the_documented_form() -> None:
 def test_the_model_bytes_are_a_blob_bind_and_the_metadata_json() -> None:
     load = onnx_model.load_statement("doc_model")
     assert load.input_sizes == {"model_data": oracledb.DB_TYPE_BLOB}
-    binds = load.named_binds()
+    binds = dict(load.binds)
     assert binds["model_name"] == "DOC_MODEL"
     assert json.loads(binds["metadata"]) == DEFAULT_ONNX_METADATA == {
         "function": "embedding", "embeddingOutput": "embedding", "input": {"input": ["DATA"]}}
     custom = onnx_model.load_statement("m", {"function": "embedding", "x": [1, "a'b"]})
-    assert json.loads(custom.named_binds()["metadata"])["x"] == [1, "a'b"]
+    assert json.loads(custom.binds["metadata"])["x"] == [1, "a'b"]
     assert "a'b" not in custom.sql
 
 

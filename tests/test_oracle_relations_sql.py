@@ -35,7 +35,7 @@ from golden_files import assert_matches_golden, golden_text
 from oracleagentmemory.engines.interfaces import RelationChange, RelationQuery, RelationRow
 from oracleagentmemory.engines.oracle import relations
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names
-from oracleagentmemory.engines.oracle.statement import OracleStatement
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import DuplicateRelationError, InvalidArgumentError
 from oracleagentmemory.filtertree import And
 from sqlglot import exp
@@ -63,7 +63,7 @@ FILTER = ("JSON_EXISTS(metadata, '$?(@.why == $v0)' PASSING :mf0 AS \"v0\")", {"
 """A rendered metadata filter, as the Oracle filter renderer hands it over."""
 
 
-def scenarios() -> dict[str, list[OracleStatement]]:
+def scenarios() -> dict[str, list[Statement]]:
     o = objects()
     recompute = relations.recompute_status(o, ["m2", "m3"])
     links_of = relations.delete_links_of(o, [("m1", "ALICE"), ("g1", None)])
@@ -159,8 +159,9 @@ def test_values_are_bound_never_written() -> None:
 def test_insert_binds_one_mapping_per_row_with_typed_binds() -> None:
     statement = relations.insert_relations(objects(), [row(1), row(2, event_ts=None,
                                                                     metadata=None)])
-    assert statement.many and isinstance(statement.binds, list) and len(statement.binds) == 2
-    first, second = statement.binds
+    assert statement.many and statement.rows is not None and len(statement.rows) == 2
+    assert not statement.binds
+    first, second = statement.rows
     assert first["event_ts"] == datetime(2026, 3, 1, 10, 30) and first["event_ts"].tzinfo is None
     assert first["metadata"] == {"why": "newer"} and first["user_id"] == "ALICE"
     assert second["event_ts"] is None and second["metadata"] is None
@@ -173,7 +174,8 @@ def test_id_lists_are_one_json_bind_without_duplicates() -> None:
     statement = relations.delete_relations(objects(), ["r1", "r2", "r1"])
     assert statement.binds == {"relation_ids": ["r1", "r2"]}
     assert statement.input_sizes == {"relation_ids": oracledb.DB_TYPE_JSON}
-    assert statement.out_binds == ("target_ids", "relation_types")
+    assert statement.out_binds == {"target_ids": oracledb.DB_TYPE_VARCHAR,
+                                   "relation_types": oracledb.DB_TYPE_VARCHAR}
     assert relations.deleted_relations(["m2", "m3"], ["supersedes", "refines"]) == [
         ("m2", "supersedes"), ("m3", "refines")]
     assert relations.deleted_relations(None, None) == []
@@ -336,11 +338,11 @@ def walk_tables(conn: psycopg.Connection[Any], edges: list[tuple[str, str]],
         conn.execute('INSERT INTO "OAM_OWNER"."ST_MEMORY" (id) VALUES (%s)', (memory,))
 
 
-def run_walk(conn: psycopg.Connection[Any], statement: OracleStatement) -> list[str]:
+def run_walk(conn: psycopg.Connection[Any], statement: Statement) -> list[str]:
     rows = conn.execute(postgres_dialect(statement.sql), {
-        "node_ids": json.dumps(statement.named_binds()["node_ids"]),
-        "max_hops": statement.named_binds()["max_hops"],
-        "row_limit": statement.named_binds()["row_limit"]}).fetchall()
+        "node_ids": json.dumps(statement.binds["node_ids"]),
+        "max_hops": statement.binds["max_hops"],
+        "row_limit": statement.binds["row_limit"]}).fetchall()
     assert all(len(r) == len(statement.columns) for r in rows)
     return [r[0] for r in rows]
 
@@ -397,7 +399,7 @@ def test_positive_control_the_walk_comparison_sees_a_missing_visibility_check(
 
 
 # --- the owner rules, run on the embedded PostgreSQL against the PostgreSQL engine -------------
-def postgres_statement(statement: OracleStatement) -> tuple[str, dict[str, Any]]:
+def postgres_statement(statement: Statement) -> tuple[str, dict[str, Any]]:
     """An Oracle statement in PostgreSQL's spelling (``varchar``, ``now()``, no
     ``SYS_EXTRACT_UTC``, psycopg binds, JSON binds as ``jsonb``); the predicates are the Oracle
     text's own."""
@@ -409,7 +411,7 @@ def postgres_statement(statement: OracleStatement) -> tuple[str, dict[str, Any]]
     translated = re.sub(r":(\w+)", lambda m: f"%({m[1]})s::jsonb" if m[1] in json_binds
                         else f"%({m[1]})s", translated)
     binds = {name: json.dumps(value) if name in json_binds else value
-             for name, value in statement.named_binds().items()}
+             for name, value in statement.binds.items()}
     return translated, binds
 
 
@@ -457,7 +459,7 @@ def test_owner_rules_match_the_postgresql_engine(pg_url: str, trial: int) -> Non
     with psycopg.connect(pg_url) as conn:
         owner_rule_tables(conn, rng)
 
-        def run(statement: OracleStatement | None) -> list[tuple[Any, ...]]:
+        def run(statement: Statement | None) -> list[tuple[Any, ...]]:
             assert statement is not None
             text, binds = postgres_statement(statement)
             cur = conn.execute(text, binds)
@@ -508,8 +510,8 @@ def test_positive_control_a_broken_owner_rule_is_seen(pg_url: str) -> None:
     clause from the Oracle statement makes it VALID, which the comparison above would see."""
     statement = relations.recompute_status(objects(), ["m1"])
     assert statement is not None
-    broken = OracleStatement(sql=statement.sql.replace(" OR m.user_id IS NULL", ""),
-                             binds=statement.binds, input_sizes=statement.input_sizes)
+    broken = Statement(sql=statement.sql.replace(" OR m.user_id IS NULL", ""),
+                       binds=statement.binds, input_sizes=statement.input_sizes)
     assert broken.sql != statement.sql
     with psycopg.connect(pg_url) as conn:
         conn.execute('CREATE SCHEMA "OAM_OWNER"')

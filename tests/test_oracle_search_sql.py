@@ -28,8 +28,8 @@ from golden_files import assert_matches_golden, golden_text
 from oracleagentmemory.core._search_loop import run_search
 from oracleagentmemory.engines.interfaces import UNSET, SearchPlan
 from oracleagentmemory.engines.oracle import search
-from oracleagentmemory.engines.oracle.bindset import Statement
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import InvalidArgumentError
 from oracleagentmemory.filtertree import parse_metadata_filter
 from sqlglot import exp

@@ -1,34 +1,22 @@
-"""Named bind variables of one Oracle statement, and the statement a builder returns.
+"""Named bind variables of one Oracle statement, collected while a builder writes it.
 
 Builders never format a value into SQL text: each value gets a bind name (``:mf0``, ``:qv``)
 from a :class:`BindSet`, and JSON values are declared ``DB_TYPE_JSON`` (python-oracledb needs
-``cursor.setinputsizes`` for them, see :mod:`.binds`). A runner executes a :class:`Statement`
-with ``cursor.setinputsizes(**statement.input_sizes)`` then
-``cursor.execute(statement.sql, statement.binds)``.
+``cursor.setinputsizes`` for them, see :mod:`.binds`). :meth:`BindSet.statement` returns the
+engine's one :class:`~oracleagentmemory.engines.oracle.statement.Statement`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import oracledb
 
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import InvalidArgumentError
 
 _PREFIX = re.compile(r"[a-z][a-z0-9_]{0,20}")
-
-
-@dataclass(frozen=True)
-class Statement:
-    """One SQL statement (no trailing ``;``), its bind values by name, and the bind types
-    python-oracledb must be told (``cursor.setinputsizes``)."""
-
-    sql: str
-    binds: Mapping[str, Any] = field(default_factory=dict)
-    input_sizes: Mapping[str, Any] = field(default_factory=dict)
 
 
 class BindSet:

@@ -38,14 +38,13 @@ from oracleagentmemory.engines.layout import (
 from oracleagentmemory.engines.oracle.names import OracleObjects
 from oracleagentmemory.engines.oracle.record_sql import (
     VARCHAR_OUT,
-    Statement,
     json_binds,
     key_list,
     key_list_table,
     record_key,
     same_owner,
 )
-from oracleagentmemory.engines.oracle.statement import id_list
+from oracleagentmemory.engines.oracle.statement import Statement, id_list
 from oracleagentmemory.errors import InvalidArgumentError
 
 
@@ -78,7 +77,7 @@ def delete_rows(o: OracleObjects, logical: str, where: Where) -> Statement:
         sql=(f"DELETE FROM {o.table(logical)} WHERE {where.sql} "
              f"RETURNING {id_column}, {owner} INTO :deleted_id, :deleted_owner"),
         binds=dict(where.binds), input_sizes=dict(where.input_sizes),
-        returning={"deleted_id": VARCHAR_OUT, "deleted_owner": VARCHAR_OUT})
+        out_binds={"deleted_id": VARCHAR_OUT, "deleted_owner": VARCHAR_OUT})
 
 
 def delete_chunks(o: OracleObjects, record_types: Sequence[str],

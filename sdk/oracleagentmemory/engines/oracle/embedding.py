@@ -29,7 +29,7 @@ from oracleagentmemory.engines.in_database import InDatabaseEmbedding
 from oracleagentmemory.engines.oracle.ddl import MAX_VECTOR_DIM
 from oracleagentmemory.engines.oracle.driver_errors import translate
 from oracleagentmemory.engines.oracle.names import RESERVED_WORDS, normalise, quote
-from oracleagentmemory.engines.oracle.statement import OracleStatement, json_sizes
+from oracleagentmemory.engines.oracle.statement import Statement, json_sizes
 from oracleagentmemory.errors import (
     DatabaseUnavailableError,
     EmbeddingServiceError,
@@ -90,17 +90,17 @@ def batch_embedding_sql(model: object) -> str:
             "txt CLOB PATH '$')) j ORDER BY j.n")
 
 
-def embedding_statement(model: object, texts: Sequence[str]) -> OracleStatement:
+def embedding_statement(model: object, texts: Sequence[str]) -> Statement:
     """The query embedding ``texts`` (one of them: ``FROM dual``; more: the batched form)."""
     if len(texts) == 1:
-        return OracleStatement(sql=single_embedding_sql(model), binds={"text": texts[0]},
-                               columns=("embedding",))
-    return OracleStatement(sql=batch_embedding_sql(model), binds={"texts": list(texts)},
-                           input_sizes=json_sizes("texts"), columns=("n", "embedding"))
+        return Statement(sql=single_embedding_sql(model), binds={"text": texts[0]},
+                         columns=("embedding",))
+    return Statement(sql=batch_embedding_sql(model), binds={"texts": list(texts)},
+                     input_sizes=json_sizes("texts"), columns=("n", "embedding"))
 
 
 def load_onnx_model(directory: str, file_name: str, model: str,
-                    metadata: Mapping[str, Any] | None = None) -> OracleStatement:
+                    metadata: Mapping[str, Any] | None = None) -> Statement:
     """``DBMS_VECTOR.LOAD_ONNX_MODEL`` of ``file_name`` in directory object ``directory`` as
     ``model``; run as the schema owner (it needs ``CREATE MINING MODEL`` and READ on the
     directory). Every value is bound; the metadata is JSON text read with ``JSON(...)``."""
@@ -109,7 +109,7 @@ def load_onnx_model(directory: str, file_name: str, model: str,
         raise InvalidArgumentError(
             f"file_name must be a file name in the directory (no path), got {file_name!r}",
             argument="file_name")
-    return OracleStatement(
+    return Statement(
         sql=("BEGIN DBMS_VECTOR.LOAD_ONNX_MODEL(directory => :directory, file_name => "
              ":file_name, model_name => :model_name, metadata => JSON(:metadata)); END;"),
         binds={"directory": normalise(directory, what="directory"), "file_name": file_name,
@@ -201,7 +201,7 @@ class OracleInDatabaseEmbedding(InDatabaseEmbedding):
                 for batch in batches:
                     statement = embedding_statement(self.model, batch)
                     cursor.setinputsizes(**statement.input_sizes)
-                    cursor.execute(statement.sql, statement.named_binds())
+                    cursor.execute(statement.sql, dict(statement.binds))
                     parts.append(vectors_from_rows(cursor.fetchall(), len(batch),
                                                    self.embedding_dimension, self.model))
         except oracledb.Error as exc:
@@ -230,7 +230,7 @@ class OracleInDatabaseEmbedding(InDatabaseEmbedding):
                     for batch in batches:
                         statement = embedding_statement(self.model, batch)
                         cursor.setinputsizes(**statement.input_sizes)
-                        await cursor.execute(statement.sql, statement.named_binds())
+                        await cursor.execute(statement.sql, dict(statement.binds))
                         parts.append(vectors_from_rows(await cursor.fetchall(), len(batch),
                                                        self.embedding_dimension, self.model))
         except oracledb.Error as exc:

@@ -52,11 +52,12 @@ from oracleagentmemory.engines.interfaces import (
 )
 from oracleagentmemory.engines.layout import search_arms
 from oracleagentmemory.engines.oracle.binds import keyword_query
-from oracleagentmemory.engines.oracle.bindset import BindSet, Statement
+from oracleagentmemory.engines.oracle.bindset import BindSet
 from oracleagentmemory.engines.oracle.ddl import HNSW_TARGET_ACCURACY
 from oracleagentmemory.engines.oracle.embedding import model_name
 from oracleagentmemory.engines.oracle.names import OracleObjects, normalise
 from oracleagentmemory.engines.oracle.search import chunk_filters, parent_filters, parent_join
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 DdlStatement = tuple[str, dict[str, Any]]

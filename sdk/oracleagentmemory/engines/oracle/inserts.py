@@ -55,11 +55,10 @@ from oracleagentmemory.engines.oracle.driver_errors import is_unique_violation
 from oracleagentmemory.engines.oracle.names import OracleObjects
 from oracleagentmemory.engines.oracle.record_sql import (
     NUMBER_OUT,
-    Batch,
-    Statement,
     equals,
     merge_binds,
 )
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import DuplicateRecordError
 
 SEQ_RETRIES = 50
@@ -193,15 +192,15 @@ def record_binds(logical: str, row: RowPlan) -> dict[str, Any]:
     return binds
 
 
-def record_batch(o: OracleObjects, logical: str, rows: Sequence[RowPlan]) -> Batch:
+def record_batch(o: OracleObjects, logical: str, rows: Sequence[RowPlan]) -> Statement:
     """The INSERT of ``rows`` into ``logical``."""
     columns = columns_of(logical)
-    return Batch(sql=insert_sql(o, logical, columns),
-                 rows=tuple(record_binds(logical, r) for r in rows),
-                 input_sizes=input_sizes_of(columns))
+    return Statement(sql=insert_sql(o, logical, columns),
+                     rows=tuple(record_binds(logical, r) for r in rows),
+                     input_sizes=input_sizes_of(columns))
 
 
-def chunk_batch(o: OracleObjects, rows: Sequence[RowPlan]) -> Batch | None:
+def chunk_batch(o: OracleObjects, rows: Sequence[RowPlan]) -> Statement | None:
     """The INSERT of the retrieval rows of ``rows`` (``None`` when they have none). The
     embedding column is written when any chunk has a vector."""
     if not any(r.chunks for r in rows):
@@ -222,11 +221,11 @@ def chunk_batch(o: OracleObjects, rows: Sequence[RowPlan]) -> Batch | None:
                 row["embedding"] = None if chunk.vector is None else vector_bind(
                     chunk.vector, int(np.asarray(chunk.vector).shape[0]))
             values.append(row)
-    return Batch(sql=insert_sql(o, "record_chunks", columns), rows=tuple(values),
-                 input_sizes=input_sizes_of(columns))
+    return Statement(sql=insert_sql(o, "record_chunks", columns), rows=tuple(values),
+                     input_sizes=input_sizes_of(columns))
 
 
-def insert_batches(o: OracleObjects, rows: Sequence[RowPlan]) -> list[Batch]:
+def insert_batches(o: OracleObjects, rows: Sequence[RowPlan]) -> list[Statement]:
     """Every INSERT of ``rows`` (attachments already added, sequence numbers assigned): one
     batch per table, then the retrieval rows."""
     batches = [record_batch(o, logical, table_rows)
@@ -273,7 +272,7 @@ def next_seq_statement(o: OracleObjects, thread_id: str | None, user_id: str | N
              "RETURNING next_seq_no INTO :next_seq_no"),
         binds=merge_binds(stored_binds, owner_binds,
                           {"thread_id": thread_id, "seq_count": count}),
-        returning={"next_seq_no": NUMBER_OUT})
+        out_binds={"next_seq_no": NUMBER_OUT})
 
 
 def stored_seq_statement(o: OracleObjects, thread_id: str | None,

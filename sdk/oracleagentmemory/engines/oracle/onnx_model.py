@@ -1,6 +1,6 @@
 """ONNX embedding models in the database: load, drop and list them, as the schema owner.
 
-The statements are pure builders (:class:`~.statement.OracleStatement`, nothing executed); the
+The statements are pure builders (:class:`~.statement.Statement`, nothing executed); the
 functions at the end run them on an ``oracledb.Connection`` of the schema owner (``oam-admin
 model``). Not run against a live database: none is reachable where this was written.
 
@@ -30,7 +30,7 @@ import oracledb
 
 from oracleagentmemory.engines.oracle.driver_errors import error_info, translate
 from oracleagentmemory.engines.oracle.embedding import DEFAULT_ONNX_METADATA, model_name
-from oracleagentmemory.engines.oracle.statement import OracleStatement
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -52,11 +52,11 @@ PRIVILEGE_HINT = ("loading an ONNX model needs the CREATE MINING MODEL privilege
 
 
 # --- statements -----------------------------------------------------------------------------
-def load_statement(model: str, metadata: Mapping[str, Any] | None = None) -> OracleStatement:
+def load_statement(model: str, metadata: Mapping[str, Any] | None = None) -> Statement:
     """``DBMS_VECTOR.LOAD_ONNX_MODEL`` (BLOB overload) of ``model``: the bytes go in the
     ``model_data`` bind (a ``BLOB`` the caller fills, :func:`load_onnx_model`), the metadata is
     JSON text read with ``JSON(:metadata)`` (the documented default when omitted)."""
-    return OracleStatement(
+    return Statement(
         sql=("BEGIN DBMS_VECTOR.LOAD_ONNX_MODEL(model_name => :model_name, model_data => "
              ":model_data, metadata => JSON(:metadata)); END;"),
         binds={"model_name": model_name(model), "model_data": None,
@@ -64,16 +64,16 @@ def load_statement(model: str, metadata: Mapping[str, Any] | None = None) -> Ora
         input_sizes={"model_data": oracledb.DB_TYPE_BLOB})
 
 
-def drop_statement(model: str) -> OracleStatement:
+def drop_statement(model: str) -> Statement:
     """``DBMS_VECTOR.DROP_ONNX_MODEL`` of ``model`` with ``force => TRUE``."""
-    return OracleStatement(
+    return Statement(
         sql="BEGIN DBMS_VECTOR.DROP_ONNX_MODEL(model_name => :model_name, force => TRUE); END;",
         binds={"model_name": model_name(model)})
 
 
-def list_statement() -> OracleStatement:
+def list_statement() -> Statement:
     """The models the connected user (the schema owner) owns, by name."""
-    return OracleStatement(
+    return Statement(
         sql=('SELECT model_name AS "model_name", mining_function AS "mining_function", '
              'algorithm AS "algorithm", creation_date AS "creation_date", '
              'model_size AS "model_size" FROM USER_MINING_MODELS ORDER BY model_name'),
@@ -154,7 +154,7 @@ def load_onnx_model(connection: oracledb.Connection, model: str, model_bytes: by
             blob.write(data[start:start + LOB_WRITE_CHUNK_BYTES], start + 1)
         with connection.cursor() as cursor:
             cursor.setinputsizes(**statement.input_sizes)
-            cursor.execute(statement.sql, {**statement.named_binds(), "model_data": blob})
+            cursor.execute(statement.sql, {**statement.binds, "model_data": blob})
     except oracledb.Error as exc:
         raise _failure(exc, f"loading model {model_name(model)}") from exc
     return model_name(model)
@@ -165,7 +165,7 @@ def drop_onnx_model(connection: oracledb.Connection, model: str) -> str:
     statement = drop_statement(model)
     try:
         with connection.cursor() as cursor:
-            cursor.execute(statement.sql, statement.named_binds())
+            cursor.execute(statement.sql, dict(statement.binds))
     except oracledb.Error as exc:
         raise _failure(exc, f"dropping model {model_name(model)}") from exc
     return model_name(model)

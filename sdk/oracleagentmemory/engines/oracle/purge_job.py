@@ -32,9 +32,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+import oracledb
+
 from oracleagentmemory.engines.layout import EXPIRING_TABLES, LIFECYCLE_RELATION_TYPES, MEMORY_TYPES
 from oracleagentmemory.engines.oracle.names import OracleObjects, normalise, quote
-from oracleagentmemory.engines.oracle.statement import OracleStatement
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import InvalidArgumentError
 
 JOB_SUFFIX = "purge_expired_job"
@@ -154,11 +156,11 @@ def purge_block(o: OracleObjects, *, commit_each_batch: bool, report_counts: boo
             f"{declarations} BEGIN {loops}{report} END;")
 
 
-def purge_statement(o: OracleObjects) -> OracleStatement:
+def purge_statement(o: OracleObjects) -> Statement:
     """``EngineSession.purge_expired``: the block in the session's transaction (no commit),
     each table's count in an OUT bind (``cursor.var(int)``; their sum is the result)."""
-    return OracleStatement(sql=purge_block(o, commit_each_batch=False, report_counts=True),
-                           out_binds=tuple(COUNT_BINDS.values()))
+    return Statement(sql=purge_block(o, commit_each_batch=False, report_counts=True),
+                     out_binds=dict.fromkeys(COUNT_BINDS.values(), oracledb.DB_TYPE_NUMBER))
 
 
 def purged_counts(values: Mapping[str, object]) -> dict[str, int]:
@@ -183,7 +185,7 @@ def job_action(o: OracleObjects) -> str:
 
 
 def create_job_block(o: OracleObjects, *, repeat_interval: str = REPEAT_INTERVAL
-                     ) -> OracleStatement:
+                     ) -> Statement:
     """Create and enable the purge job unless ``USER_SCHEDULER_JOBS`` already has it.
 
     Run as the schema owner (the job is created in the session user's schema, and
@@ -197,7 +199,7 @@ def create_job_block(o: OracleObjects, *, repeat_interval: str = REPEAT_INTERVAL
             f"the purge job's action would be {len(action)} characters, more than the "
             f"{MAX_JOB_ACTION_CHARS} the Scheduler stores (shorten the schema owner's or the "
             "store's name)")
-    return OracleStatement(
+    return Statement(
         sql=("DECLARE v_job_name CONSTANT VARCHAR2(128) := :job_name; "
              "v_qualified CONSTANT VARCHAR2(300) := :qualified_job_name; "
              "v_existing PLS_INTEGER; BEGIN "
@@ -215,10 +217,10 @@ def create_job_block(o: OracleObjects, *, repeat_interval: str = REPEAT_INTERVAL
     )
 
 
-def drop_job_block(o: OracleObjects) -> OracleStatement:
+def drop_job_block(o: OracleObjects) -> Statement:
     """Drop the purge job if ``USER_SCHEDULER_JOBS`` has it (with the store; ``force``
     stops a running purge first)."""
-    return OracleStatement(
+    return Statement(
         sql=("DECLARE v_job_name CONSTANT VARCHAR2(128) := :job_name; "
              "v_qualified CONSTANT VARCHAR2(300) := :qualified_job_name; "
              "v_existing PLS_INTEGER; BEGIN "
@@ -230,11 +232,11 @@ def drop_job_block(o: OracleObjects) -> OracleStatement:
     )
 
 
-def privilege_probe() -> OracleStatement:
+def privilege_probe() -> Statement:
     """The session user and which of :data:`JOB_PRIVILEGES` it holds (``SESSION_PRIVS`` lists
     the privileges in effect in the session, granted directly or through enabled roles)."""
     names = {f"privilege_{n}": p for n, p in enumerate(JOB_PRIVILEGES)}
-    return OracleStatement(
+    return Statement(
         sql=("SELECT USER AS \"session_user\", p.privilege AS \"privilege\" FROM dual "
              "LEFT JOIN SESSION_PRIVS p ON p.privilege IN "
              f"({', '.join(':' + n for n in names)})"),

@@ -1,6 +1,6 @@
 """Record reads on Oracle: by type and scope, a thread's messages, image bytes, single-record
 probes. Builders only: each returns a :class:`~.record_sql.Query` or
-:class:`~.record_sql.Statement`; the session executes it (``fetch_lobs=False``, see
+:class:`~.statement.Statement`; the session executes it (``fetch_lobs=False``, see
 :mod:`~oracleagentmemory.engines.oracle.record_sql`) and decodes the fetched rows with the
 function named in each docstring.
 
@@ -22,7 +22,6 @@ from typing import Any, Union
 
 from oracleagentmemory.engines.interfaces import UNSET, MessageQuery, RecordQuery
 from oracleagentmemory.engines.layout import EXPIRING_TABLES, TABLE_OF_TYPE
-from oracleagentmemory.engines.oracle import bindset
 from oracleagentmemory.engines.oracle.binds import utc_from_fetch
 from oracleagentmemory.engines.oracle.names import OracleObjects
 from oracleagentmemory.engines.oracle.record_sql import (
@@ -30,7 +29,6 @@ from oracleagentmemory.engines.oracle.record_sql import (
     SELECT_COLUMNS,
     Column,
     Query,
-    Statement,
     equals,
     json_binds,
     key_list,
@@ -41,9 +39,10 @@ from oracleagentmemory.engines.oracle.record_sql import (
     select_columns,
     select_list,
 )
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import InvalidArgumentError
 
-CompiledFilter = Union[tuple[str, Mapping[str, Any]], bindset.Statement]  # noqa: UP007
+CompiledFilter = Union[tuple[str, Mapping[str, Any]], Statement]  # noqa: UP007
 """A metadata filter compiled by ``engines/oracle/filters.py``: its predicate and binds, or
 the fragment ``BindSet.statement(predicate)`` returns (with the binds' input sizes)."""
 
@@ -87,7 +86,7 @@ def metadata_conditions(metadata_filter: object, compiled: CompiledFilter | None
         return ["metadata IS NULL"], {}, {}
     if compiled is None:
         raise InvalidArgumentError("a metadata filter must be compiled before the read")
-    if isinstance(compiled, bindset.Statement):
+    if isinstance(compiled, Statement):
         return [f"({compiled.sql})"], dict(compiled.binds), dict(compiled.input_sizes)
     return [f"({compiled[0]})"], dict(compiled[1]), {}
 

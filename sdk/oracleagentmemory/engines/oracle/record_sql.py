@@ -1,9 +1,9 @@
 """Pieces shared by the Oracle record DML: statement values, SELECT lists, row decoding, keys.
 
 Every builder of :mod:`~oracleagentmemory.engines.oracle.inserts`, ``reads``, ``updates`` and
-``deletes`` is pure: it returns a :class:`Statement` (one ``cursor.execute``), a
-:class:`Batch` (one ``cursor.executemany``) or a :class:`Query` (a :class:`Statement` plus
-the decoding of its fetched rows), and executes nothing. What the session must do with them:
+``deletes`` is pure: it returns a :class:`~.statement.Statement` (one ``cursor.execute``, or
+one ``cursor.executemany`` when it has ``rows``) or a :class:`Query` (a statement plus the
+decoding of its fetched rows), and executes nothing. What the session must do with them:
 
 * **Input sizes.** ``cursor.setinputsizes(**statement.input_sizes)`` before executing: JSON
   binds are declared ``DB_TYPE_JSON`` (a dict or list is refused otherwise), timestamps
@@ -25,7 +25,7 @@ the decoding of its fetched rows), and executes nothing. What the session must d
   NUMBER inside JSON as a decimal; its encoder writes ``int`` and ``float`` as NUMBER):
   :func:`json_value` turns integral decimals back into ``int`` and the others into ``float``.
 * **Timestamps** are selected as ``SYS_EXTRACT_UTC(col)`` (naive UTC) and decoded aware.
-* **RETURNING.** A :class:`Statement` with :attr:`Statement.returning` names out-binds: create
+* **RETURNING.** A statement's ``out_binds`` names the out-binds with their types: create
   ``cursor.var(db_type)`` for each name, pass them with the binds, and read ``var.getvalue()``
   after the execution: a list with one value per affected row (DML RETURNING of one
   execution; empty when no row was affected). Deep Data Security checks SELECT rights for
@@ -42,38 +42,19 @@ statement text for any number of keys, and no 1000-expression ``IN`` limit (ORA-
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 import oracledb
 
-from oracleagentmemory.engines.oracle import bindset
 from oracleagentmemory.engines.oracle.binds import json_input_sizes, utc_from_fetch
-from oracleagentmemory.engines.oracle.statement import ID_COLUMN_TYPE, bind_name
+from oracleagentmemory.engines.oracle.statement import ID_COLUMN_TYPE, Statement, bind_name
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 NOT_EXPIRED = "(expires_at IS NULL OR expires_at > SYSTIMESTAMP)"
 """Rows a read may return: not expired at the statement's time."""
-
-
-@dataclass(frozen=True)
-class Statement(bindset.Statement):
-    """One ``cursor.execute``: the filters' statement (SQL text, bind values, input sizes)
-    with the out-binds of a ``RETURNING ... INTO`` clause."""
-
-    returning: Mapping[str, Any] = field(default_factory=dict)
-    """Out-bind name -> ``cursor.var`` type of a ``RETURNING ... INTO`` clause."""
-
-
-@dataclass(frozen=True)
-class Batch:
-    """One ``cursor.executemany(sql, rows)`` (its ``batch_size`` is the session's choice)."""
-
-    sql: str
-    rows: tuple[Mapping[str, Any], ...]
-    input_sizes: Mapping[str, Any] = field(default_factory=dict)
 
 
 # --- SELECT lists and decoding -------------------------------------------------------------

@@ -43,7 +43,7 @@ from oracleagentmemory.engines.oracle.names import OracleObjects
 from oracleagentmemory.engines.oracle.record_sql import json_value
 from oracleagentmemory.engines.oracle.statement import (
     ID_COLUMN_TYPE,
-    OracleStatement,
+    Statement,
     aliased,
     id_list,
     id_list_bind,
@@ -100,10 +100,10 @@ def relation_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # --- memories (relation endpoints) ----------------------------------------------------------
-def memory_types(o: OracleObjects, ids: Sequence[str]) -> OracleStatement:
+def memory_types(o: OracleObjects, ids: Sequence[str]) -> Statement:
     """``(id, record_type, user_id)`` of the visible memories among ``ids``, owned ones first
     (``NULLS LAST``, as on PostgreSQL); group them with :func:`group_memory_types`."""
-    return OracleStatement(
+    return Statement(
         sql=(f"SELECT m.id AS \"id\", m.record_type AS \"record_type\", m.user_id AS "
              f"\"user_id\" FROM {o.table('memory')} m WHERE m.id IN ({id_list('ids')}) "
              "ORDER BY m.user_id NULLS LAST"),
@@ -123,7 +123,7 @@ def group_memory_types(rows: Sequence[Mapping[str, Any]]
 
 
 # --- insert --------------------------------------------------------------------------------
-def insert_relations(o: OracleObjects, rows: Sequence[RelationRow]) -> OracleStatement:
+def insert_relations(o: OracleObjects, rows: Sequence[RelationRow]) -> Statement:
     """One ``executemany`` inserting ``rows``; run it with ``batcherrors=True`` and pass
     ``cursor.getbatcherrors()`` to :func:`duplicate_relation_error`.
 
@@ -131,17 +131,16 @@ def insert_relations(o: OracleObjects, rows: Sequence[RelationRow]) -> OracleSta
     identity), as the data grants' ``INSERT (columns)`` lists expect.
     """
     values = ", ".join(utc_timestamp_sql(c) if c == "event_ts" else f":{c}" for c in _INSERTED)
-    return OracleStatement(
+    return Statement(
         sql=(f"INSERT INTO {o.table('memory_link')} ({', '.join(_INSERTED)}) "
              f"VALUES ({values})"),
-        binds=[{"id": r.id, "user_id": r.user_id, "source_id": r.source_id,
+        rows=tuple({"id": r.id, "user_id": r.user_id, "source_id": r.source_id,
                 "source_type": r.source_type, "target_id": r.target_id,
                 "target_type": r.target_type, "relation_type": r.relation_type,
                 "opposite_relation_type": r.opposite_relation_type,
                 "event_ts": timestamp_bind(r.event_ts), "metadata": json_bind(r.metadata)}
-               for r in rows],
+                   for r in rows),
         input_sizes={**timestamp_input_sizes("event_ts"), **json_sizes("metadata")},
-        many=True,
     )
 
 
@@ -184,7 +183,7 @@ def duplicate_relation_error(o: OracleObjects, rows: Sequence[RelationRow],
 # --- select, update, delete ----------------------------------------------------------------
 def select_relations(o: OracleObjects, query: RelationQuery,
                      metadata: tuple[str, Mapping[str, Any]] | None = None,
-                     metadata_input_sizes: Mapping[str, Any] | None = None) -> OracleStatement:
+                     metadata_input_sizes: Mapping[str, Any] | None = None) -> Statement:
     """Matching relations, the most recent ``query.limit`` of them, in creation order.
 
     ``metadata`` is the rendered ``query.metadata_filter`` (from the Oracle filter renderer):
@@ -217,11 +216,11 @@ def select_relations(o: OracleObjects, query: RelationQuery,
         binds["row_limit"] = query.limit
         sql = (f"SELECT {keys} FROM ({inner} ORDER BY row_seq DESC FETCH FIRST :row_limit "
                "ROWS ONLY) ORDER BY row_seq")
-    return OracleStatement(sql=sql, binds=binds, input_sizes=dict(metadata_input_sizes or {}),
-                           columns=tuple(RELATION_KEYS))
+    return Statement(sql=sql, binds=binds, input_sizes=dict(metadata_input_sizes or {}),
+                     columns=tuple(RELATION_KEYS))
 
 
-def update_relation(o: OracleObjects, change: RelationChange) -> OracleStatement:
+def update_relation(o: OracleObjects, change: RelationChange) -> Statement:
     """Apply ``change`` (the session returns ``rowcount > 0``: whether the relation exists)."""
     sets = ["updated_at = SYSTIMESTAMP"]
     binds: dict[str, Any] = {}
@@ -240,21 +239,21 @@ def update_relation(o: OracleObjects, change: RelationChange) -> OracleStatement
         binds["metadata"] = json_bind(change.metadata)
         sizes.update(json_sizes("metadata"))
     binds["relation_id"] = change.relation_id
-    return OracleStatement(
+    return Statement(
         sql=f"UPDATE {o.table('memory_link')} SET {', '.join(sets)} WHERE id = :relation_id",
         binds=binds, input_sizes=sizes)
 
 
-def delete_relations(o: OracleObjects, relation_ids: Sequence[str]) -> OracleStatement:
+def delete_relations(o: OracleObjects, relation_ids: Sequence[str]) -> Statement:
     """Delete relations; ``RETURNING`` the ``(target_id, relation_type)`` of each deleted one
     into the out binds ``target_ids`` and ``relation_types`` (``cursor.var(str)`` each; their
     ``getvalue()`` is a list, one item per deleted row)."""
-    return OracleStatement(
+    return Statement(
         sql=(f"DELETE FROM {o.table('memory_link')} WHERE id IN ({id_list('relation_ids')}) "
              "RETURNING target_id, relation_type INTO :target_ids, :relation_types"),
         binds={"relation_ids": id_list_bind(relation_ids, what="relation_ids")},
         input_sizes=json_sizes("relation_ids"),
-        out_binds=("target_ids", "relation_types"),
+        out_binds=dict.fromkeys(("target_ids", "relation_types"), oracledb.DB_TYPE_VARCHAR),
     )
 
 
@@ -265,7 +264,7 @@ def deleted_relations(target_ids: Sequence[str] | None, relation_types: Sequence
 
 
 # --- lifecycle status ------------------------------------------------------------------------
-def recompute_status(o: OracleObjects, memory_ids: Sequence[str]) -> OracleStatement | None:
+def recompute_status(o: OracleObjects, memory_ids: Sequence[str]) -> Statement | None:
     """INVALID while a lifecycle link targets the memory, VALID otherwise (``None``: no ids).
 
     A link counts for a memory of the same owner, and for a global memory (``user_id`` NULL)
@@ -274,7 +273,7 @@ def recompute_status(o: OracleObjects, memory_ids: Sequence[str]) -> OracleState
     if not memory_ids:
         return None
     lifecycle, binds = _lifecycle_in("l.relation_type")
-    return OracleStatement(
+    return Statement(
         sql=(f"UPDATE {o.table('memory')} m SET status = CASE WHEN EXISTS (SELECT 1 FROM "
              f"{o.table('memory_link')} l WHERE l.target_id = m.id AND (l.user_id = m.user_id "
              f"OR m.user_id IS NULL) AND {lifecycle}) THEN 'invalid' ELSE 'valid' END, "
@@ -285,7 +284,7 @@ def recompute_status(o: OracleObjects, memory_ids: Sequence[str]) -> OracleState
 
 
 def lifecycle_targets_from(o: OracleObjects, memory_where: str,
-                           binds: Mapping[str, Any]) -> OracleStatement:
+                           binds: Mapping[str, Any]) -> Statement:
     """Targets of lifecycle links whose source memory matches ``memory_where`` (a predicate
     on the memory table's columns, alias ``m``, with its ``binds``): deleting those sources
     deletes the links, so the targets' status is recomputed afterwards."""
@@ -293,7 +292,7 @@ def lifecycle_targets_from(o: OracleObjects, memory_where: str,
     clash = set(binds) & set(lifecycle_binds)
     if clash:
         raise InvalidArgumentError(f"bind names clash: {sorted(clash)}")
-    return OracleStatement(
+    return Statement(
         sql=(f"SELECT DISTINCT l.target_id AS \"target_id\" FROM {o.table('memory_link')} l "
              f"WHERE {lifecycle} AND EXISTS (SELECT 1 FROM {o.table('memory')} m WHERE "
              f"m.id = l.source_id AND ({_same_owner('m.user_id', 'l.user_id')} OR m.user_id "
@@ -304,7 +303,7 @@ def lifecycle_targets_from(o: OracleObjects, memory_where: str,
 
 
 def delete_links_of(o: OracleObjects, memories: Sequence[tuple[str, str | None]]
-                    ) -> OracleStatement | None:
+                    ) -> Statement | None:
     """Delete the relations of the deleted memories ``(id, owner)`` (``None``: none).
 
     A link belongs to the owner of its endpoints; a global memory is an endpoint of links of
@@ -314,7 +313,7 @@ def delete_links_of(o: OracleObjects, memories: Sequence[tuple[str, str | None]]
     if not memories:
         return None
     same_owner = _same_owner("l.user_id", "d.owner")
-    return OracleStatement(
+    return Statement(
         sql=(f"DELETE FROM {o.table('memory_link')} l WHERE EXISTS (SELECT 1 FROM "
              f"JSON_TABLE(:memories, '$[*]' COLUMNS (id {ID_COLUMN_TYPE} PATH '$.id', "
              f"owner {ID_COLUMN_TYPE} PATH '$.owner')) d WHERE (l.source_id = d.id OR "
@@ -327,9 +326,9 @@ def delete_links_of(o: OracleObjects, memories: Sequence[tuple[str, str | None]]
 
 
 # --- graph neighbours ---------------------------------------------------------------------
-def links_touching(o: OracleObjects, node_ids: Sequence[str]) -> OracleStatement:
+def links_touching(o: OracleObjects, node_ids: Sequence[str]) -> Statement:
     """Every relation with an endpoint among ``node_ids``, in creation order."""
-    return OracleStatement(
+    return Statement(
         sql=(f"WITH nodes (id) AS ({id_list('node_ids')}) SELECT {_columns('l')} FROM "
              f"{o.table('memory_link')} l WHERE l.source_id IN (SELECT id FROM nodes) OR "
              "l.target_id IN (SELECT id FROM nodes) ORDER BY l.row_seq"),
@@ -346,7 +345,7 @@ reached, so the work grows with the number of paths)."""
 
 
 def links_within_hops(o: OracleObjects, node_ids: Sequence[str], max_hops: int,
-                      row_limit: int) -> OracleStatement:
+                      row_limit: int) -> Statement:
     """Every relation the core's hop-by-hop walk from ``node_ids`` could fetch in
     ``max_hops`` hops, in one recursive query, in creation order, at most ``row_limit`` rows
     (the session asks for one more than its limit, to see whether it was reached).
@@ -371,7 +370,7 @@ def links_within_hops(o: OracleObjects, node_ids: Sequence[str], max_hops: int,
         raise InvalidArgumentError(f"row_limit must be a positive integer, got {row_limit!r}",
                                    argument="row_limit")
     link, memory = o.table("memory_link"), o.table("memory")
-    return OracleStatement(
+    return Statement(
         sql=(f"WITH seeds (id) AS ({id_list('node_ids')}), "
              "walk (node_id, hop) AS (SELECT id, 0 FROM seeds UNION ALL "
              "SELECT CASE WHEN l.source_id = w.node_id THEN l.target_id ELSE l.source_id END, "

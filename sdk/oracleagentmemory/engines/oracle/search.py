@@ -1,6 +1,6 @@
 """Search SQL on Oracle AI Database 26ai: vector (HNSW, cosine), keyword (Oracle Text) and hybrid.
 
-Pure builders (plan in, :class:`~.bindset.Statement` out) and a candidate source that runs them
+Pure builders (plan in, :class:`~.statement.Statement` out) and a candidate source that runs them
 through a caller's ``run`` callable, so the search logic is tested without a database. The
 behaviour is the PostgreSQL engine's (``engines/postgres/search.py``):
 
@@ -56,10 +56,11 @@ from oracleagentmemory.engines.layout import (
     search_arms,
 )
 from oracleagentmemory.engines.oracle.binds import keyword_query
-from oracleagentmemory.engines.oracle.bindset import BindSet, Statement
+from oracleagentmemory.engines.oracle.bindset import BindSet
 from oracleagentmemory.engines.oracle.ddl import HNSW_TARGET_ACCURACY
 from oracleagentmemory.engines.oracle.filters import render_filter, scope_predicates
 from oracleagentmemory.engines.oracle.names import OracleObjects, normalise
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import InvalidArgumentError
 
 EXACT_SCAN_MIN_ROWS = 2_000

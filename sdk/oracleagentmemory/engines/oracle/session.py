@@ -52,12 +52,12 @@ from oracleagentmemory.engines.oracle import (
 )
 from oracleagentmemory.engines.oracle.binds import vector_bind
 from oracleagentmemory.engines.oracle.bindset import BindSet
-from oracleagentmemory.engines.oracle.bindset import Statement as PlainStatement
 from oracleagentmemory.engines.oracle.driver_errors import error_info
 from oracleagentmemory.engines.oracle.filters import render_filter
 from oracleagentmemory.engines.oracle.names import OracleObjects
 from oracleagentmemory.engines.oracle.record_sql import decode_row, select_columns
 from oracleagentmemory.engines.oracle.runner import DEFAULT_BATCH_SIZE, StatementRunner
+from oracleagentmemory.engines.oracle.statement import Statement
 
 if TYPE_CHECKING:
     from oracleagentmemory.engines.oracle.engine import OracleEngine
@@ -145,7 +145,7 @@ class OracleSession(EngineSession):
 
     def _insert_batches(self, rows: Sequence[RowPlan], batch_size: int) -> None:
         for batch in inserts.insert_batches(self.o, rows):
-            self.run.batch(batch, batch_size)
+            self.run.many(batch, batch_size=batch_size)
 
     def _insert_messages(self, rows: Sequence[RowPlan],
                          threads: dict[tuple[str | None, str | None], list[RowPlan]],
@@ -153,7 +153,7 @@ class OracleSession(EngineSession):
         """Number each thread's messages, then insert; a concurrent writer that took the same
         numbers (ORA-00001 on the sequence key) makes the attempt start again."""
         for attempt in range(inserts.SEQ_RETRIES):
-            self.run.execute(PlainStatement(inserts.SAVEPOINT_SQL))
+            self.run.execute(Statement(inserts.SAVEPOINT_SQL))
             try:
                 for (thread_id, owner), messages in threads.items():
                     reserved = self.run.execute(inserts.next_seq_statement(
@@ -171,9 +171,9 @@ class OracleSession(EngineSession):
                 if not inserts.is_seq_conflict(self.o, exc) \
                         or attempt == inserts.SEQ_RETRIES - 1:
                     raise
-                self.run.execute(PlainStatement(inserts.ROLLBACK_TO_SAVEPOINT_SQL))
+                self.run.execute(Statement(inserts.ROLLBACK_TO_SAVEPOINT_SQL))
 
-    def _metadata_filter(self, metadata_filter: Any) -> PlainStatement | None:
+    def _metadata_filter(self, metadata_filter: Any) -> Statement | None:
         if metadata_filter is UNSET or metadata_filter is None:
             return None
         binds = BindSet()
@@ -222,12 +222,12 @@ class OracleSession(EngineSession):
                                                           plan.record_id, owner))
             batch = inserts.chunk_batch(self.o, [updates.chunk_plan(plan, scope)])
             if batch is not None:
-                self.run.batch(batch, DEFAULT_BATCH_SIZE)
+                self.run.many(batch, batch_size=DEFAULT_BATCH_SIZE)
         elif plan.chunk_vectors is not UNSET:
             ids = [row[0] for row in self.run.rows(updates.chunk_ids(self.o, plan, scope))]
             vectors = updates.vector_batch(self.o, ids, plan.chunk_vectors)
             if vectors is not None:
-                self.run.batch(vectors, DEFAULT_BATCH_SIZE)
+                self.run.many(vectors, batch_size=DEFAULT_BATCH_SIZE)
         return 1
 
     def _delete_where(self, logical: str, where: deletes.Where) -> list[tuple[str, str | None]]:

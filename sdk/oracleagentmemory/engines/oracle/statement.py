@@ -1,9 +1,10 @@
-"""A rendered Oracle statement (text, bind values, bind types), and bound id lists.
+"""The one statement type of the Oracle engine (text, binds, bind types), and bound id lists.
 
-Builders of the Oracle engine return an :class:`OracleStatement` and execute nothing; the
-session runs it: ``cursor.setinputsizes(**s.input_sizes)`` then ``cursor.execute(s.sql,
-s.binds)`` (or ``executemany`` when :attr:`OracleStatement.many`), with a ``cursor.var`` for
-each name in :attr:`OracleStatement.out_binds`.
+Builders of the Oracle engine return a :class:`Statement` and execute nothing;
+:class:`~oracleagentmemory.engines.oracle.runner.StatementRunner` runs it:
+``cursor.setinputsizes(**s.input_sizes)`` then ``cursor.execute(s.sql, s.binds)`` (or
+``cursor.executemany(s.sql, s.rows)`` when :attr:`Statement.many`), with a ``cursor.var`` of
+the declared type for each out-bind of :attr:`Statement.out_binds`.
 
 Oracle has no array parameter like PostgreSQL's ``= ANY(%s)``: a list of ids is bound as one
 JSON array (a Python ``list`` declared ``DB_TYPE_JSON``) and read with ``JSON_TABLE``
@@ -31,28 +32,31 @@ _BIND_NAME = re.compile(r"[a-z][a-z0-9_]{0,29}")
 
 
 @dataclass(frozen=True)
-class OracleStatement:
-    """One statement: its text, its bind values and the types some binds must be declared.
+class Statement:
+    """One statement to run: its text, bind values, bind types, out-binds and row keys.
 
-    ``binds`` is one mapping (``execute``) or, when ``many``, a list of them
-    (``executemany``). ``out_binds`` names the ``RETURNING ... INTO`` or PL/SQL OUT variables
-    the executor creates with ``cursor.var`` (each a list of ``str`` for a multi-row
-    ``RETURNING``, a number for a PL/SQL OUT count). ``columns`` are the keys of the rows a
-    query returns (each selected under that quoted, lower-case alias).
+    - ``binds``: the named bind values of one ``cursor.execute``;
+    - ``rows``: set for one ``cursor.executemany`` instead (one bind mapping per row;
+      ``binds`` stays empty), see :attr:`many`;
+    - ``input_sizes``: the bind types python-oracledb must be told (``setinputsizes``);
+    - ``out_binds``: out-bind name -> ``cursor.var`` type, for a DML ``RETURNING ... INTO``
+      clause (read back as a list, one value per affected row) or a PL/SQL block's OUT
+      variables (read back as one value);
+    - ``columns``: the keys of the rows a query returns (each selected under that quoted,
+      lower-case alias, :func:`aliased`).
     """
 
     sql: str
-    binds: Mapping[str, Any] | Sequence[Mapping[str, Any]] = field(default_factory=dict)
+    binds: Mapping[str, Any] = field(default_factory=dict)
     input_sizes: Mapping[str, Any] = field(default_factory=dict)
-    many: bool = False
-    out_binds: tuple[str, ...] = ()
+    rows: tuple[Mapping[str, Any], ...] | None = None
+    out_binds: Mapping[str, Any] = field(default_factory=dict)
     columns: tuple[str, ...] = ()
 
-    def named_binds(self) -> dict[str, Any]:
-        """The binds of a single execution (``execute``), as a new dict."""
-        if self.many or not isinstance(self.binds, Mapping):
-            raise TypeError("an executemany statement has a list of bind mappings")
-        return dict(self.binds)
+    @property
+    def many(self) -> bool:
+        """Whether this is one ``executemany`` over :attr:`rows`."""
+        return self.rows is not None
 
 
 def bind_name(name: str) -> str:

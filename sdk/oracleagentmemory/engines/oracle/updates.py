@@ -49,13 +49,12 @@ from oracleagentmemory.engines.oracle.binds import (
 from oracleagentmemory.engines.oracle.names import OracleObjects
 from oracleagentmemory.engines.oracle.record_sql import (
     VARCHAR_OUT,
-    Batch,
-    Statement,
     equals,
     merge_binds,
     record_key,
     same_owner,
 )
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import InvalidArgumentError
 
 Scope = tuple[str | None, str | None, str | None]
@@ -141,7 +140,7 @@ def update_statement(o: OracleObjects, plan: UpdatePlan) -> Statement:
                 f"INTO {', '.join(':' + name for name in _SCOPE_OUT)}")
         returning = dict.fromkeys(_SCOPE_OUT, VARCHAR_OUT)
     return Statement(sql=sql, binds=merge_binds(binds, key_binds), input_sizes=sizes,
-                     returning=returning)
+                     out_binds=returning)
 
 
 def returned_scope(out_values: dict[str, Sequence[Any]]) -> Scope:
@@ -183,7 +182,7 @@ def check_vector_count(ids: Sequence[Any], vectors: Sequence[Vector | None]) -> 
 
 
 def vector_batch(o: OracleObjects, ids: Sequence[Any],
-                 vectors: Sequence[Vector | None]) -> Batch | None:
+                 vectors: Sequence[Vector | None]) -> Statement | None:
     """Rewrite the vectors of the retrieval rows ``ids`` (aligned with ``vectors``); ``None``
     when there are none (python-oracledb's thin ``executemany`` refuses an empty list,
     python-oracledb issue #508)."""
@@ -193,9 +192,9 @@ def vector_batch(o: OracleObjects, ids: Sequence[Any],
     rows = tuple({"embedding": None if v is None else vector_bind(
                       v, int(np.asarray(v).shape[0])), "chunk_id": int(i)}
                  for v, i in zip(vectors, ids, strict=True))
-    return Batch(sql=(f"UPDATE {o.table('record_chunks')} SET embedding = :embedding "
-                      "WHERE id = :chunk_id"),
-                 rows=rows, input_sizes={"embedding": oracledb.DB_TYPE_VECTOR})
+    return Statement(sql=(f"UPDATE {o.table('record_chunks')} SET embedding = :embedding "
+                          "WHERE id = :chunk_id"),
+                     rows=rows, input_sizes={"embedding": oracledb.DB_TYPE_VECTOR})
 
 
 def scoped_attachments(plan: UpdatePlan, scope: Scope) -> list[RowPlan]:
