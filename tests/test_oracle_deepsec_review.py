@@ -128,7 +128,8 @@ def test_the_drift_check_reads_what_public_holds_on_protected_tables() -> None:
     """Deep Data Security filters end-user sessions only: a SELECT granted to PUBLIC on a
     protected table let every runtime login, outside a context, read every user's rows, and
     the drift check (which read the logins' own grants only) did not say so."""
-    text, binds = admin_sql.public_grants()
+    statement = admin_sql.public_grants()
+    text, binds = statement.sql, statement.binds
     parsed = sqlglot.parse_one(text, read="oracle")
     assert isinstance(parsed, exp.Union)
     assert set(BIND.findall(text)) == set(binds)
@@ -143,13 +144,14 @@ def test_a_store_counts_as_protected_by_grants_on_its_own_tables_only() -> None:
     """The registry is every store's of the schema: counting grants on it, a store with no
     policy looked protected as soon as another store of its schema had one."""
     o = store("b")
-    text, binds = admin_sql.store_data_grants(o, managed_only=True)
+    statement = admin_sql.store_data_grants(o, managed_only=True)
+    text, binds = statement.sql, statement.binds
     assert sorted(v for k, v in binds.items() if k != "owner") == sorted(
         o.names.table(t).upper() for t in MANAGED_TABLES)
     assert "AGENT_MEMORY_STORE_REGISTRY" not in binds.values()
     sqlglot.parse_one(text, read="oracle")
     # the full list (used to find a role's grants, whose names are per store) keeps it
-    assert "AGENT_MEMORY_STORE_REGISTRY" in admin_sql.store_data_grants(o)[1].values()
+    assert "AGENT_MEMORY_STORE_REGISTRY" in admin_sql.store_data_grants(o).binds.values()
 
 
 # --- a nested operation on a standalone connection keeps the outer one's context ------------

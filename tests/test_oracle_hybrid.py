@@ -66,9 +66,10 @@ def options(mode: str = "hybrid", model: str | None = "doc_model",
                          default_ttl_days=None, max_ttl_days=None, in_database_model=model)
 
 
-def ddl_text(statement: hybrid.DdlStatement | str) -> str:
-    sql, binds = (statement, {}) if isinstance(statement, str) else statement
-    return f"-- binds: {binds!r}\n{sql}"
+def ddl_text(statement: Statement | str) -> str:
+    if isinstance(statement, str):
+        statement = Statement(statement)
+    return f"-- binds: {dict(statement.binds)!r}\n{statement.sql}"
 
 
 def search_text(s: Statement) -> str:
@@ -307,12 +308,14 @@ PREFERENCE_BLOCK = re.compile(
 
 
 def test_the_preference_is_bound_and_names_the_model() -> None:
-    sql, binds = hybrid.create_preference(objects(), "models.doc_model")
+    preference = hybrid.create_preference(objects(), "models.doc_model")
+    sql, binds = preference.sql, preference.binds
     assert PREFERENCE_BLOCK.fullmatch(sql)
     assert binds["pref_name"] == "ST_RECORD_CHUNKS_VZ"
     assert json.loads(binds["params"]) == {"model": "MODELS.DOC_MODEL", "vector_idxtype": "HNSW",
                                            "distance": "COSINE", "accuracy": 95}
-    drop_sql, drop_binds = hybrid.drop_preference(objects())
+    drop = hybrid.drop_preference(objects())
+    drop_sql, drop_binds = drop.sql, drop.binds
     assert "EXECUTE IMMEDIATE 'BEGIN DBMS_VECTOR_CHAIN.DROP_PREFERENCE(:1); END;'" in drop_sql
     assert "SQLCODE = -942" in drop_sql and drop_binds == {"pref_name": "ST_RECORD_CHUNKS_VZ"}
     with pytest.raises(InvalidArgumentError):

@@ -19,6 +19,7 @@ from oracleagentmemory.engines.interfaces import RegistryRow
 from oracleagentmemory.engines.oracle import schema_sql
 from oracleagentmemory.engines.oracle.ddl import DEFAULT_STORE_KEY
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names
+from oracleagentmemory.engines.oracle.statement import Statement
 from sqlglot import exp
 
 GOLDEN = Path(__file__).parent / "golden" / "oracle_engine" / "schema"
@@ -31,7 +32,7 @@ def objects(store: str | None = "st") -> OracleObjects:
         memory_store_id=store, table_name_prefix=None, schema_owner="oam_owner"))
 
 
-def statements(o: OracleObjects) -> list[schema_sql.Statement]:
+def statements(o: OracleObjects) -> list[Statement]:
     return [schema_sql.lock_store(o), schema_sql.unlock_store(o), schema_sql.current_schema(),
             schema_sql.existing_tables(o)[0], schema_sql.read_registry(o),
             schema_sql.embedding_probe(o), schema_sql.outside_end_user_session(),
@@ -41,7 +42,7 @@ def statements(o: OracleObjects) -> list[schema_sql.Statement]:
 
 
 def rendered(o: OracleObjects) -> list[str]:
-    return [f"{sql}\n-- binds: {sorted(binds.items())!r}" for sql, binds in statements(o)]
+    return [f"{s.sql}\n-- binds: {sorted(s.binds.items())!r}" for s in statements(o)]
 
 
 @pytest.mark.parametrize("store", ["st", None])
@@ -62,7 +63,8 @@ BIND = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
 
 def test_every_statement_parses_and_binds_exactly_what_it_names() -> None:
     parsed = 0
-    for sql, binds in statements(objects()):
+    for statement in statements(objects()):
+        sql, binds = statement.sql, statement.binds
         assert set(BIND.findall(re.sub(r"'[^']*'", "''", sql))) == set(binds), sql
         if sql.startswith("DECLARE"):
             assert PLSQL_LOCK.fullmatch(sql), sql
@@ -84,7 +86,8 @@ def test_the_lock_id_is_stable_per_store_and_in_the_user_range() -> None:
 
 
 def test_the_table_lookup_names_every_managed_table_and_the_registry() -> None:
-    (sql, binds), lookup = schema_sql.existing_tables(objects())
+    statement, lookup = schema_sql.existing_tables(objects())
+    binds = statement.binds
     assert sorted(v for v in lookup.values() if v) == sorted(MANAGED_TABLES)
     assert lookup["AGENT_MEMORY_STORE_REGISTRY"] == ""
     assert binds["owner"] == "OAM_OWNER"
@@ -94,13 +97,13 @@ def test_the_table_lookup_names_every_managed_table_and_the_registry() -> None:
 
 def test_the_default_store_is_keyed_by_a_non_empty_key() -> None:
     # Oracle reads '' as NULL, which a primary key refuses.
-    _, binds = schema_sql.write_registry(objects(None), ROW)
+    binds = schema_sql.write_registry(objects(None), ROW).binds
     assert binds["store_key"] == DEFAULT_STORE_KEY
-    _, named = schema_sql.write_registry(objects("st"), ROW)
+    named = schema_sql.write_registry(objects("st"), ROW).binds
     assert named["store_key"] == "ST"  # store keys fold upper, like every Oracle name
 
 
 def test_a_dropped_store_leaves_nothing_in_the_recycle_bin() -> None:
     drops = schema_sql.drop_tables(objects())
     assert len(drops) == len(MANAGED_TABLES)
-    assert all(sql.endswith(" CASCADE CONSTRAINTS PURGE") and not binds for sql, binds in drops)
+    assert all(s.sql.endswith(" CASCADE CONSTRAINTS PURGE") and not s.binds for s in drops)

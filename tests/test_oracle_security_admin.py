@@ -33,12 +33,12 @@ from oracleagentmemory.engines.oracle.admin_names import (
 )
 from oracleagentmemory.engines.oracle.context import local_end_user_name
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names
-from oracleagentmemory.engines.oracle.schema_sql import Statement
 from oracleagentmemory.engines.oracle.security_admin import (
     NO_APPLICATIONS,
     NO_IDENTITY_PROVIDERS,
     OracleSecurityAdmin,
 )
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -98,7 +98,7 @@ def queries() -> list[Statement]:
 
 
 def test_dictionary_queries_match_the_reviewed_golden_file() -> None:
-    rendered = [f"{text}\n-- binds: {sorted(binds.items())!r}" for text, binds in queries()]
+    rendered = [f"{s.sql}\n-- binds: {sorted(s.binds.items())!r}" for s in queries()]
     assert_matches_golden(GOLDEN / "dictionary_queries.sql", golden_text(
         "Oracle security admin dictionary queries", "dictionary_queries",
         "oracleagentmemory.engines.oracle.admin_sql", TEST_FILE, rendered))
@@ -107,9 +107,9 @@ def test_dictionary_queries_match_the_reviewed_golden_file() -> None:
 BIND = re.compile(r"(?<![:\w]):([a-z_][a-z0-9_]*)")
 
 
-@pytest.mark.parametrize("statement", queries(), ids=lambda s: s[0][:60])
+@pytest.mark.parametrize("statement", queries(), ids=lambda s: s.sql[:60])
 def test_each_dictionary_query_parses_and_binds_exactly_its_values(statement: Statement) -> None:
-    text, binds = statement
+    text, binds = statement.sql, statement.binds
     parsed = sqlglot.parse_one(text, read="oracle")
     assert isinstance(parsed, (exp.Select, exp.Union))
     assert set(BIND.findall(text)) == set(binds)
@@ -120,8 +120,8 @@ def test_each_dictionary_query_parses_and_binds_exactly_its_values(statement: St
 
 def test_the_dictionary_queries_read_only_the_documented_views() -> None:
     views = set()
-    for text, _ in queries():
-        for table in sqlglot.parse_one(text, read="oracle").find_all(exp.Table):
+    for statement in queries():
+        for table in sqlglot.parse_one(statement.sql, read="oracle").find_all(exp.Table):
             views.add(table.name.lower())
     assert views == {"dual", "session_privs", "v$parameter", "all_tables", "dba_tables",
                      "all_tab_columns", "dba_tab_columns", "all_data_grants", "dba_data_roles",
@@ -131,16 +131,16 @@ def test_the_dictionary_queries_read_only_the_documented_views() -> None:
 
 def test_the_owner_reads_its_own_tables_and_an_administrator_the_dba_views() -> None:
     o = objects()
-    assert "FROM all_tables" in admin_sql.existing_tables(o, own=True)[0]
-    assert "FROM dba_tables" in admin_sql.existing_tables(o, own=False)[0]
-    binds = admin_sql.existing_tables(o, own=False)[1]
+    assert "FROM all_tables" in admin_sql.existing_tables(o, own=True).sql
+    assert "FROM dba_tables" in admin_sql.existing_tables(o, own=False).sql
+    binds = admin_sql.existing_tables(o, own=False).binds
     assert binds["owner"] == "OAM_OWNER"
     assert sorted(v for k, v in binds.items() if k != "owner") == sorted(
         [f"ST_{t.upper()}" for t in MANAGED_TABLES] + [REGISTRY_TABLE.upper()])
 
 
 def test_like_patterns_escape_underscores() -> None:
-    pattern = admin_sql.data_grants_named_like("OAM_GROUP_X_")[1]["pattern"]
+    pattern = admin_sql.data_grants_named_like("OAM_GROUP_X_").binds["pattern"]
     assert pattern == "OAM\\_GROUP\\_X\\_%"
     assert admin_sql.like_prefix("A%B") == "A\\%B%"
 

@@ -18,6 +18,7 @@ import socket
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import oracledb
 import pytest
 import sqlglot
 from cli_harness import Cli, cli, one_error
@@ -27,6 +28,7 @@ from oracleagentmemory.engines.identifiers import MANAGED_TABLES
 from oracleagentmemory.engines.oracle import audit_sql
 from oracleagentmemory.engines.oracle import write_audit as oracle_audit
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.engines.write_audit import (
     AuditRow,
     ChainEntry,
@@ -55,7 +57,7 @@ def objects(store: str = "st") -> OracleObjects:
         memory_store_id=store, table_name_prefix=None, schema_owner="oam_owner"))
 
 
-def queries(o: OracleObjects) -> list[audit_sql.Statement]:
+def queries(o: OracleObjects) -> list[Statement]:
     """Every statement with binds (or none), in a fixed order."""
     return [
         audit_sql.existing_tables(o)[0], audit_sql.trigger_state(o),
@@ -78,9 +80,10 @@ def ddl(o: OracleObjects) -> list[str]:
 
 
 def rendered(o: OracleObjects) -> list[str]:
-    chain, entries = audit_sql.insert_chain(o, ENTRIES)
-    return [*ddl(o), *(f"{sql}\n-- binds: {sorted(binds.items())!r}" for sql, binds in queries(o)),
-            f"{chain}\n-- binds (executemany): {[sorted(e.items()) for e in entries]!r}"]
+    chain = audit_sql.insert_chain(o, ENTRIES)
+    assert chain.rows is not None
+    return [*ddl(o), *(f"{s.sql}\n-- binds: {sorted(s.binds.items())!r}" for s in queries(o)),
+            f"{chain.sql}\n-- binds (executemany): {[sorted(e.items()) for e in chain.rows]!r}"]
 
 
 @pytest.mark.parametrize("store", ["st", "Other_Store"])
@@ -236,7 +239,8 @@ def test_a_compilation_error_names_the_plsql_object_it_came_from() -> None:
                        *(f"ST_{t.upper()}_AUDIT_TRG" for t in MANAGED_TABLES),
                        "ST_WRITE_AUDIT_TRUNCATE_TRG"]
     assert oracle_audit._created_name(audit_sql.install_statements(o)[0]) is None
-    sql, binds = audit_sql.compile_errors(o, "ST_MEMORY_AUDIT_TRG")
+    statement = audit_sql.compile_errors(o, "ST_MEMORY_AUDIT_TRG")
+    sql, binds = statement.sql, statement.binds
     assert isinstance(sqlglot.parse_one(sql, read="oracle"), exp.Select)
     assert binds == {"owner": "OAM_OWNER", "name": "ST_MEMORY_AUDIT_TRG"}
 
@@ -256,7 +260,8 @@ def test_mandatory_access_control_is_rendered_but_not_run() -> None:
 
 # --- queries, DML and verification --------------------------------------------------------------
 def test_queries_parse_and_bind_exactly_their_values() -> None:
-    for sql, binds in queries(objects()):
+    for statement in queries(objects()):
+        sql, binds = statement.sql, statement.binds
         assert set(BIND.findall(sql)) >= set(binds), sql
         if sql.startswith(("SELECT", "INSERT")):
             parsed = sqlglot.parse_one(sql, read="oracle")
@@ -271,13 +276,13 @@ def test_queries_parse_and_bind_exactly_their_values() -> None:
 
 def test_values_are_bound_never_formatted() -> None:
     o = objects()
-    assert audit_sql.list_rows(o, 123456, 789)[1] == {"after_id": 123456, "row_limit": 789}
-    assert "123456" not in audit_sql.list_rows(o, 123456, 789)[0]
-    assert audit_sql.rows_in_range(o, 5, 99999, 3)[1] == {
+    assert audit_sql.list_rows(o, 123456, 789).binds == {"after_id": 123456, "row_limit": 789}
+    assert "123456" not in audit_sql.list_rows(o, 123456, 789).sql
+    assert audit_sql.rows_in_range(o, 5, 99999, 3).binds == {
         "after_id": 5, "through_id": 99999, "row_limit": 3}
-    assert audit_sql.verify_rows(o, audit_sql.CHAIN_SUFFIX)[1] == {
+    assert audit_sql.verify_rows(o, audit_sql.CHAIN_SUFFIX).binds == {
         "schema_name": "OAM_OWNER", "table_name": "ST_WRITE_AUDIT_CHAIN"}
-    assert audit_sql.audit_event(o, "audit_enabled")[1] == {"operation": "audit_enabled"}
+    assert audit_sql.audit_event(o, "audit_enabled").binds == {"operation": "audit_enabled"}
     with pytest.raises(ValueError):
         audit_sql.audit_event(o, "insert")
     with pytest.raises(ValueError):
@@ -285,7 +290,9 @@ def test_values_are_bound_never_formatted() -> None:
 
 
 def test_verify_rows_calls_the_documented_procedure() -> None:
-    sql, binds = audit_sql.verify_rows(objects(), audit_sql.AUDIT_SUFFIX)
+    statement = audit_sql.verify_rows(objects(), audit_sql.AUDIT_SUFFIX)
+    sql, binds = statement.sql, statement.binds
+    assert statement.out_binds == {"verified": int}
     assert sql == (
         "DECLARE v_rows NUMBER; BEGIN DBMS_BLOCKCHAIN_TABLE.VERIFY_ROWS(schema_name => "
         ":schema_name, table_name => :table_name, low_timestamp => NULL, high_timestamp => NULL, "
@@ -301,7 +308,8 @@ def test_verify_rows_calls_the_documented_procedure() -> None:
 ])
 def test_a_failed_verification_names_the_row_position(message: str) -> None:
     assert audit_sql.failed_row_position(message) == (1, 3, 17)
-    sql, binds = audit_sql.row_at_position(objects(), audit_sql.AUDIT_SUFFIX, (1, 3, 17))
+    statement = audit_sql.row_at_position(objects(), audit_sql.AUDIT_SUFFIX, (1, 3, 17))
+    sql, binds = statement.sql, statement.binds
     assert sql == ('SELECT id FROM "OAM_OWNER"."ST_WRITE_AUDIT" WHERE ORABCTAB_INST_ID$ = '
                    ":instance_id AND ORABCTAB_CHAIN_ID$ = :chain_id AND ORABCTAB_SEQ_NUM$ = "
                    ":seq_num")
@@ -310,15 +318,20 @@ def test_a_failed_verification_names_the_row_position(message: str) -> None:
 
 
 def test_a_seal_binds_its_chain_entries_and_the_checkpoint_in_utc() -> None:
-    sql, entries = audit_sql.insert_chain(objects(), ENTRIES)
+    chain = audit_sql.insert_chain(objects(), ENTRIES)
+    sql, entries = chain.sql, chain.rows
+    assert entries is not None
+    assert chain.input_sizes == {"prev_id": oracledb.DB_TYPE_NUMBER}
     assert isinstance(sqlglot.parse_one(sql, read="oracle"), exp.Insert)
-    assert entries == [{"audit_id": 8, "prev_id": 7, "row_hash": bytes([1]) * 32,
+    assert entries == ({"audit_id": 8, "prev_id": 7, "row_hash": bytes([1]) * 32,
                         "checkpoint_seq": 3},
                        {"audit_id": 9, "prev_id": 8, "row_hash": bytes([2]) * 32,
-                        "checkpoint_seq": 3}]
+                        "checkpoint_seq": 3})
     assert set(BIND.findall(sql)) == set(entries[0])
-    assert audit_sql.insert_chain(objects(), [])[1] == []
-    sql, binds = audit_sql.insert_checkpoint(objects(), CHECKPOINT)
+    assert audit_sql.insert_chain(objects(), []).rows == ()
+    statement = audit_sql.insert_checkpoint(objects(), CHECKPOINT)
+    sql, binds = statement.sql, statement.binds
+    assert statement.input_sizes == {"sealed_at": oracledb.DB_TYPE_TIMESTAMP}
     assert "FROM_TZ(CAST(:sealed_at AS TIMESTAMP), 'UTC')" in sql
     assert binds["sealed_at"] == datetime(2026, 12, 2, 1, 30, 0, 123000)  # UTC wall clock
     assert binds["head_hash"] == bytes(range(32)) and binds["signature"] == "eyJ.payload.sig"
@@ -326,8 +339,8 @@ def test_a_seal_binds_its_chain_entries_and_the_checkpoint_in_utc() -> None:
 
 def test_the_wait_for_writers_lock_is_in_whole_seconds() -> None:
     lock, horizon = audit_sql.lock_and_horizon(objects(), 0)
-    assert lock[0].endswith("IN SHARE MODE WAIT 1")
-    assert horizon[0] == 'SELECT MAX(id) FROM "OAM_OWNER"."ST_WRITE_AUDIT"'
+    assert lock.sql.endswith("IN SHARE MODE WAIT 1")
+    assert horizon.sql == 'SELECT MAX(id) FROM "OAM_OWNER"."ST_WRITE_AUDIT"'
 
 
 def test_rows_come_back_as_the_contracts_rows_in_utc() -> None:

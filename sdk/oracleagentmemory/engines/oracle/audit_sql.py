@@ -1,6 +1,6 @@
 """SQL of the database write audit on Oracle: blockchain tables, row triggers, verification.
 
-Pure functions: each returns DDL text or ``(sql, binds)`` and executes nothing
+Pure functions: each returns DDL text or a :class:`~.statement.Statement` and executes nothing
 (:mod:`.write_audit` runs them). Names come from
 :class:`~oracleagentmemory.engines.oracle.names.OracleObjects` (quoted, schema-qualified, upper
 case); every value is bound. Written to Oracle AI Database 26ai's documented SQL; never run
@@ -54,15 +54,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+
+import oracledb
 
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES
-from oracleagentmemory.engines.oracle.binds import timestamp_bind, utc_timestamp_sql
+from oracleagentmemory.engines.oracle.binds import (
+    timestamp_bind,
+    timestamp_input_sizes,
+    utc_timestamp_sql,
+)
 from oracleagentmemory.engines.oracle.names import OracleObjects, normalise, qualified, quote
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.engines.write_audit import ChainEntry, CheckpointRow
-
-Statement = tuple[str, dict[str, Any]]
-"""A statement's SQL text and its named bind values."""
 
 AUDIT_SUFFIX = "write_audit"
 CHAIN_SUFFIX = "write_audit_chain"
@@ -173,7 +176,7 @@ def existing_tables(o: OracleObjects) -> tuple[Statement, dict[str, str]]:
     lookup = {o.object_name(suffix): suffix for suffix in TABLE_SUFFIXES}
     binds = {f"t{i}": name for i, name in enumerate(lookup)}
     placeholders = ", ".join(f":{key}" for key in binds)
-    return ((
+    return (Statement(
         "SELECT t.table_name, CASE WHEN b.table_name IS NULL THEN 0 ELSE 1 END "
         "FROM all_tables t LEFT JOIN all_blockchain_tables b "
         "ON b.schema_name = t.owner AND b.table_name = t.table_name "
@@ -202,9 +205,9 @@ def package_state(o: OracleObjects) -> Statement:
     """``object_type, status`` of the transaction-time package's spec and body. The adapter
     replaces the package only when one is missing or invalid: replacing a package discards the
     state every session holds (their next call fails once with ORA-04068)."""
-    return ("SELECT object_type, status FROM all_objects WHERE owner = :owner "
-            "AND object_name = :name AND object_type IN ('PACKAGE', 'PACKAGE BODY')",
-            {"owner": o.owner, "name": o.object_name(PACKAGE_SUFFIX)})
+    return Statement("SELECT object_type, status FROM all_objects WHERE owner = :owner "
+                     "AND object_name = :name AND object_type IN ('PACKAGE', 'PACKAGE BODY')",
+                     {"owner": o.owner, "name": o.object_name(PACKAGE_SUFFIX)})
 
 
 def transaction_time_package(o: OracleObjects) -> list[str]:
@@ -322,8 +325,8 @@ def trigger_state(o: OracleObjects) -> Statement:
     names = list(trigger_names(o))
     binds = {f"g{i}": name for i, name in enumerate(names)}
     placeholders = ", ".join(f":{key}" for key in binds)
-    return (f"SELECT trigger_name, status FROM all_triggers WHERE owner = :owner "
-            f"AND trigger_name IN ({placeholders})", {"owner": o.owner, **binds})
+    return Statement(f"SELECT trigger_name, status FROM all_triggers WHERE owner = :owner "
+                     f"AND trigger_name IN ({placeholders})", {"owner": o.owner, **binds})
 
 
 def mandatory_access_control(o: OracleObjects) -> list[str]:
@@ -345,7 +348,7 @@ def audit_event(o: OracleObjects, operation: str) -> Statement:
     """An ``audit_enabled`` / ``audit_disabled`` row (who switched the audit, and when)."""
     if operation not in ("audit_enabled", "audit_disabled"):
         raise ValueError(f"not an audit event: {operation!r}")
-    return (
+    return Statement(
         "DECLARE v_tx VARCHAR2(64) := DBMS_TRANSACTION.LOCAL_TRANSACTION_ID(TRUE); BEGIN "
         f"INSERT INTO {audit_table(o)} (id, tx_time, clock_time, operation, db_login, txid) "
         f"VALUES ({_object(o, SEQUENCE_SUFFIX)}.NEXTVAL, SYSTIMESTAMP, SYSTIMESTAMP, "
@@ -368,9 +371,9 @@ def compile_errors(o: OracleObjects, object_name: str) -> Statement:
     text``): python-oracledb reports "success with compilation error" (ORA-24344) as
     ``Cursor.warning``, not as an exception, and an invalid trigger fails every write to its
     table (ORA-04098)."""
-    return ("SELECT line, position, text FROM all_errors WHERE owner = :owner "
-            "AND name = :name ORDER BY sequence FETCH FIRST 5 ROWS ONLY",
-            {"owner": o.owner, "name": object_name})
+    return Statement("SELECT line, position, text FROM all_errors WHERE owner = :owner "
+                     "AND name = :name ORDER BY sequence FETCH FIRST 5 ROWS ONLY",
+                     {"owner": o.owner, "name": object_name})
 
 
 _ROW = ("a.id, SYS_EXTRACT_UTC(a.tx_time), SYS_EXTRACT_UTC(a.clock_time), a.operation, "
@@ -389,40 +392,40 @@ def lock_and_horizon(o: OracleObjects, timeout_seconds: int) -> list[Statement]:
     blockchain table be locked explicitly (it refuses only the row-changing operations).
     """
     seconds = max(1, int(timeout_seconds))
-    return [(f"LOCK TABLE {audit_table(o)} IN SHARE MODE WAIT {seconds}", {}),
-            (f"SELECT MAX(id) FROM {audit_table(o)}", {})]
+    return [Statement(f"LOCK TABLE {audit_table(o)} IN SHARE MODE WAIT {seconds}"),
+            Statement(f"SELECT MAX(id) FROM {audit_table(o)}")]
 
 
 def lock_checkpoints(o: OracleObjects) -> Statement:
     """One sealer at a time (until the transaction ends)."""
-    return (f"LOCK TABLE {checkpoint_table(o)} IN EXCLUSIVE MODE", {})
+    return Statement(f"LOCK TABLE {checkpoint_table(o)} IN EXCLUSIVE MODE")
 
 
 def select_checkpoints(o: OracleObjects, *, last_only: bool = False) -> Statement:
     """Every checkpoint by ``seq`` (or the newest): the :class:`CheckpointRow` columns."""
     order = "seq DESC FETCH FIRST 1 ROWS ONLY" if last_only else "seq"
-    return ("SELECT seq, first_id, last_id, row_count, head_hash, prev_head, "
-            "SYS_EXTRACT_UTC(sealed_at), sealed_by, key_id, signature "
-            f"FROM {checkpoint_table(o)} ORDER BY {order}", {})
+    return Statement("SELECT seq, first_id, last_id, row_count, head_hash, prev_head, "
+                     "SYS_EXTRACT_UTC(sealed_at), sealed_by, key_id, signature "
+                     f"FROM {checkpoint_table(o)} ORDER BY {order}")
 
 
 def list_rows(o: OracleObjects, after_id: int, limit: int) -> Statement:
     """At most ``limit`` audit rows after ``after_id``, by id."""
-    return (f"SELECT {_ROW} FROM {audit_table(o)} a WHERE a.id > :after_id ORDER BY a.id "
-            "FETCH FIRST :row_limit ROWS ONLY", {"after_id": after_id, "row_limit": limit})
+    return Statement(f"SELECT {_ROW} FROM {audit_table(o)} a WHERE a.id > :after_id ORDER BY a.id "
+                     "FETCH FIRST :row_limit ROWS ONLY", {"after_id": after_id, "row_limit": limit})
 
 
 def rows_in_range(o: OracleObjects, after_id: int, through_id: int, limit: int) -> Statement:
     """At most ``limit`` audit rows with ``after_id < id <= through_id``, by id (to seal)."""
-    return (f"SELECT {_ROW} FROM {audit_table(o)} a WHERE a.id > :after_id "
-            "AND a.id <= :through_id ORDER BY a.id FETCH FIRST :row_limit ROWS ONLY",
-            {"after_id": after_id, "through_id": through_id, "row_limit": limit})
+    return Statement(f"SELECT {_ROW} FROM {audit_table(o)} a WHERE a.id > :after_id "
+                     "AND a.id <= :through_id ORDER BY a.id FETCH FIRST :row_limit ROWS ONLY",
+                     {"after_id": after_id, "through_id": through_id, "row_limit": limit})
 
 
 def sealed_rows(o: OracleObjects, after_id: int, through_id: int) -> Statement:
     """Audit rows and chain entries in ``(after_id, through_id]`` matched by id (either may be
     missing), by id: the row's columns, then ``audit_id, prev_id, row_hash, checkpoint_seq``."""
-    return (
+    return Statement(
         f"SELECT {_ROW}, ch.audit_id, ch.prev_id, ch.row_hash, ch.checkpoint_seq "
         f"FROM {audit_table(o)} a FULL OUTER JOIN {chain_table(o)} ch ON ch.audit_id = a.id "
         "WHERE COALESCE(a.id, ch.audit_id) > :after_id "
@@ -432,29 +435,31 @@ def sealed_rows(o: OracleObjects, after_id: int, through_id: int) -> Statement:
 
 def count_after(o: OracleObjects, after_id: int) -> Statement:
     """How many audit rows have an id above ``after_id``."""
-    return (f"SELECT COUNT(*) FROM {audit_table(o)} WHERE id > :after_id", {"after_id": after_id})
+    return Statement(f"SELECT COUNT(*) FROM {audit_table(o)} WHERE id > :after_id",
+                     {"after_id": after_id})
 
 
-SEAL_TIME: Statement = (
+SEAL_TIME: Statement = Statement(
     "SELECT CAST(SYS_EXTRACT_UTC(SYSTIMESTAMP) AS TIMESTAMP(3)), "
-    "SYS_CONTEXT('USERENV', 'SESSION_USER') FROM dual", {})
+    "SYS_CONTEXT('USERENV', 'SESSION_USER') FROM dual")
 """The database clock in UTC, to the millisecond, and the session's login."""
 
 
-def insert_chain(o: OracleObjects,
-                 entries: Sequence[ChainEntry]) -> tuple[str, list[dict[str, Any]]]:
-    """The chain entries of one seal (``executemany``: one bind mapping per entry; declare
-    ``prev_id`` a number, it is ``NULL`` in the first entry of a store)."""
-    return (f"INSERT INTO {chain_table(o)} (audit_id, prev_id, row_hash, checkpoint_seq) "
-            "VALUES (:audit_id, :prev_id, :row_hash, :checkpoint_seq)",
-            [{"audit_id": e.audit_id, "prev_id": e.prev_id, "row_hash": e.row_hash,
-              "checkpoint_seq": e.checkpoint_seq} for e in entries])
+def insert_chain(o: OracleObjects, entries: Sequence[ChainEntry]) -> Statement:
+    """The chain entries of one seal (``executemany``: one bind mapping per entry; ``prev_id``
+    is declared a number, it is ``NULL`` in the first entry of a store)."""
+    return Statement(
+        f"INSERT INTO {chain_table(o)} (audit_id, prev_id, row_hash, checkpoint_seq) "
+        "VALUES (:audit_id, :prev_id, :row_hash, :checkpoint_seq)",
+        rows=tuple({"audit_id": e.audit_id, "prev_id": e.prev_id, "row_hash": e.row_hash,
+                    "checkpoint_seq": e.checkpoint_seq} for e in entries),
+        input_sizes={"prev_id": oracledb.DB_TYPE_NUMBER})
 
 
 def insert_checkpoint(o: OracleObjects, checkpoint: CheckpointRow) -> Statement:
-    """One checkpoint; ``sealed_at`` is bound as a UTC ``TIMESTAMP`` (declare it
+    """One checkpoint; ``sealed_at`` is bound as a UTC ``TIMESTAMP`` (declared
     ``DB_TYPE_TIMESTAMP``: ``binds.timestamp_input_sizes``)."""
-    return (
+    return Statement(
         f"INSERT INTO {checkpoint_table(o)} (seq, first_id, last_id, row_count, head_hash, "
         "prev_head, sealed_at, sealed_by, key_id, signature) VALUES (:seq, :first_id, "
         f":last_id, :row_count, :head_hash, :prev_head, {utc_timestamp_sql('sealed_at')}, "
@@ -463,7 +468,8 @@ def insert_checkpoint(o: OracleObjects, checkpoint: CheckpointRow) -> Statement:
          "row_count": checkpoint.row_count, "head_hash": checkpoint.head_hash,
          "prev_head": checkpoint.prev_head, "sealed_at": timestamp_bind(checkpoint.sealed_at),
          "sealed_by": checkpoint.sealed_by, "key_id": checkpoint.key_id,
-         "signature": checkpoint.signature})
+         "signature": checkpoint.signature},
+        input_sizes=timestamp_input_sizes("sealed_at"))
 
 
 VERIFY_ROWS = (
@@ -478,10 +484,12 @@ ORA-05737 naming its instance, chain and sequence number."""
 
 
 def verify_rows(o: OracleObjects, suffix: str) -> Statement:
-    """:data:`VERIFY_ROWS` for audit table ``suffix`` (``verified`` is the OUT bind)."""
+    """:data:`VERIFY_ROWS` for audit table ``suffix`` (``verified`` is the OUT bind, a
+    ``cursor.var(int)``)."""
     if suffix not in TABLE_SUFFIXES:
         raise ValueError(f"not an audit table: {suffix!r}")
-    return (VERIFY_ROWS, {"schema_name": o.owner, "table_name": o.object_name(suffix)})
+    return Statement(VERIFY_ROWS, {"schema_name": o.owner, "table_name": o.object_name(suffix)},
+                     out_binds={"verified": int})
 
 
 VERIFICATION_FAILED = 5737
@@ -505,6 +513,7 @@ def row_at_position(o: OracleObjects, suffix: str, position: tuple[int, int, int
     ``ORABCTAB_SEQ_NUM$``."""
     key = {AUDIT_SUFFIX: "id", CHAIN_SUFFIX: "audit_id", CHECKPOINT_SUFFIX: "seq"}[suffix]
     instance, chain, seq = position
-    return (f"SELECT {key} FROM {_object(o, suffix)} WHERE ORABCTAB_INST_ID$ = :instance_id "
-            "AND ORABCTAB_CHAIN_ID$ = :chain_id AND ORABCTAB_SEQ_NUM$ = :seq_num",
-            {"instance_id": instance, "chain_id": chain, "seq_num": seq})
+    return Statement(
+        f"SELECT {key} FROM {_object(o, suffix)} WHERE ORABCTAB_INST_ID$ = :instance_id "
+        "AND ORABCTAB_CHAIN_ID$ = :chain_id AND ORABCTAB_SEQ_NUM$ = :seq_num",
+        {"instance_id": instance, "chain_id": chain, "seq_num": seq})

@@ -60,9 +60,6 @@ from oracleagentmemory.engines.oracle.search import chunk_filters, parent_filter
 from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
-DdlStatement = tuple[str, dict[str, Any]]
-"""A lifecycle statement's SQL text and its named binds (what ``schema_ops.run`` takes)."""
-
 HYBRID_INDEX_SUFFIX = "record_chunks_hybrid_ix"
 """The managed hybrid vector index on ``record_chunks (chunk_text)``."""
 
@@ -138,11 +135,11 @@ def vectorizer_params(model: str) -> dict[str, Any]:
             "accuracy": HNSW_TARGET_ACCURACY}
 
 
-def create_preference(o: OracleObjects, model: str) -> DdlStatement:
+def create_preference(o: OracleObjects, model: str) -> Statement:
     """(Re)create the store's vectorizer preference for ``model``, run by the owner before the
     hybrid index is created (the index copies the preference's settings when it is built, so a
     preference left by an earlier store is replaced, never reused with another model)."""
-    return (
+    return Statement(
         "DECLARE n NUMBER; BEGIN SELECT COUNT(*) INTO n FROM CTXSYS.CTX_USER_PREFERENCES "
         "WHERE pre_name = :pref_name; IF n > 0 THEN "
         "DBMS_VECTOR_CHAIN.DROP_PREFERENCE(:pref_name); END IF; "
@@ -152,13 +149,13 @@ def create_preference(o: OracleObjects, model: str) -> DdlStatement:
     )
 
 
-def drop_preference(o: OracleObjects) -> DdlStatement:
+def drop_preference(o: OracleObjects) -> Statement:
     """Drop the store's vectorizer preference when it exists (run after its tables are dropped).
 
     Dynamic SQL, so the block compiles on a database without Oracle Text (a vector store there
     has no preference: a missing ``CTX_USER_PREFERENCES``, ORA-00942, counts as none).
     """
-    return (
+    return Statement(
         "DECLARE n NUMBER; BEGIN BEGIN EXECUTE IMMEDIATE 'SELECT COUNT(*) FROM "
         "CTXSYS.CTX_USER_PREFERENCES WHERE pre_name = :1' INTO n USING :pref_name; "
         "EXCEPTION WHEN OTHERS THEN IF SQLCODE = -942 THEN n := 0; ELSE RAISE; END IF; END; "

@@ -14,18 +14,18 @@ import oracledb
 from oracleagentmemory.engines.interfaces import RegistryRow, SchemaOptions, SchemaState
 from oracleagentmemory.engines.oracle import ddl, hybrid, schema_sql
 from oracleagentmemory.engines.oracle.names import OracleObjects
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.errors import MemoryStoreSchemaError
 
 
-def run(conn: oracledb.Connection, statement: schema_sql.Statement) -> oracledb.Cursor:
-    """Execute one ``(sql, binds)`` statement; returns its cursor."""
-    sql, binds = statement
+def run(conn: oracledb.Connection, statement: Statement) -> oracledb.Cursor:
+    """Execute one statement (text and binds); returns its cursor."""
     cursor = conn.cursor()
-    cursor.execute(sql, binds)
+    cursor.execute(statement.sql, dict(statement.binds))
     return cursor
 
 
-def scalar(conn: oracledb.Connection, statement: schema_sql.Statement) -> Any:
+def scalar(conn: oracledb.Connection, statement: Statement) -> Any:
     """The first column of the first row (``None`` without rows)."""
     row = run(conn, statement).fetchone()
     return None if row is None else row[0]
@@ -97,14 +97,14 @@ def apply_schema_version(conn: oracledb.Connection, o: OracleObjects, version: i
     has_hybrid = bool(scalar(conn, schema_sql.index_exists(o, hybrid.HYBRID_INDEX_SUFFIX)))
     model = hybrid.require_in_database_model(options) \
         if options.search_mode == "hybrid" and not has_hybrid else None
-    run(conn, (ddl.registry_table(o), {}))
+    run(conn, Statement(ddl.registry_table(o)))
     for statement in ddl.create_store(o, options):
         suffix = _once_only_index(statement, o)
         if suffix == hybrid.TEXT_INDEX_SUFFIX and has_hybrid:
             continue
         if suffix is not None and scalar(conn, schema_sql.index_exists(o, suffix)):
             continue
-        run(conn, (statement, {}))
+        run(conn, Statement(statement))
     if model is not None:
         _create_hybrid_index(conn, o, model, options.search_index_sync)
 
@@ -117,9 +117,9 @@ def _create_hybrid_index(conn: oracledb.Connection, o: OracleObjects, model: str
     next open as the owner completes (the hybrid index is created while it does not exist).
     """
     if scalar(conn, schema_sql.index_exists(o, hybrid.TEXT_INDEX_SUFFIX)):
-        run(conn, (hybrid.drop_text_index(o), {}))
+        run(conn, Statement(hybrid.drop_text_index(o)))
     run(conn, hybrid.create_preference(o, model))
-    run(conn, (hybrid.hybrid_index(o, search_index_sync), {}))
+    run(conn, Statement(hybrid.hybrid_index(o, search_index_sync)))
 
 
 def _once_only_index(statement: str, o: OracleObjects) -> str | None:
@@ -136,14 +136,14 @@ def add_embedding_storage(conn: oracledb.Connection, o: OracleObjects, dim: int)
     """Add the embedding column and its HNSW index to a store created without them."""
     column, index = ddl.add_embedding_column(o, dim)
     if _embedding_dimension(conn, o) is None:
-        run(conn, (column, {}))
+        run(conn, Statement(column))
     if not scalar(conn, schema_sql.index_exists(o, "record_chunks_hnsw_ix")):
-        run(conn, (index, {}))
+        run(conn, Statement(index))
 
 
 def write_registry(conn: oracledb.Connection, o: OracleObjects, row: RegistryRow) -> None:
     """Create the registry table if needed and insert or replace the store's row."""
-    run(conn, (ddl.registry_table(o), {}))
+    run(conn, Statement(ddl.registry_table(o)))
     run(conn, schema_sql.write_registry(o, row))
 
 

@@ -1,8 +1,8 @@
 """Schema lifecycle statements of one store on Oracle: lock, inspect, registry, drop.
 
-Pure functions: each returns ``(sql, binds)`` and executes nothing (the session runs them,
-:mod:`oracleagentmemory.engines.oracle.schema_ops`). Every object is schema-qualified through
-:class:`~oracleagentmemory.engines.oracle.names.OracleObjects`; every value is bound.
+Pure functions: each returns a :class:`~.statement.Statement` and executes nothing (the session
+runs them, :mod:`oracleagentmemory.engines.oracle.schema_ops`). Every object is schema-qualified
+through :class:`~oracleagentmemory.engines.oracle.names.OracleObjects`; every value is bound.
 
 Two Oracle facts shape this module:
 
@@ -20,15 +20,12 @@ Two Oracle facts shape this module:
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, REGISTRY_TABLE
 from oracleagentmemory.engines.interfaces import RegistryRow
 from oracleagentmemory.engines.oracle.ddl import registry_key
 from oracleagentmemory.engines.oracle.names import OracleObjects, normalise
-
-Statement = tuple[str, dict[str, Any]]
-"""A statement's SQL text and its named bind values."""
+from oracleagentmemory.engines.oracle.statement import Statement
 
 LOCK_ID_RANGE = 1_073_741_824
 """``DBMS_LOCK`` user lock ids run from 0 to 1073741823 (higher ids are Oracle's own)."""
@@ -53,7 +50,7 @@ def lock_store(o: OracleObjects) -> Statement:
     else (1 timeout, 2 deadlock, 3 parameter error, 5 illegal handle) raises
     :data:`LOCK_FAILED_ERROR`. Needs ``EXECUTE`` on ``SYS.DBMS_LOCK`` (``deploy/oracle``).
     """
-    return (
+    return Statement(
         "DECLARE r INTEGER; BEGIN r := SYS.DBMS_LOCK.REQUEST(id => :lock_id, "
         "lockmode => SYS.DBMS_LOCK.X_MODE, timeout => :timeout, release_on_commit => FALSE); "
         "IF r NOT IN (0, 4) THEN RAISE_APPLICATION_ERROR(" + str(LOCK_FAILED_ERROR) + ", "
@@ -65,13 +62,13 @@ def lock_store(o: OracleObjects) -> Statement:
 
 def unlock_store(o: OracleObjects) -> Statement:
     """Release the store's user lock (0 released, 4 not held: both are fine)."""
-    return ("DECLARE r INTEGER; BEGIN r := SYS.DBMS_LOCK.RELEASE(id => :lock_id); END;",
-            {"lock_id": lock_id(o)})
+    return Statement("DECLARE r INTEGER; BEGIN r := SYS.DBMS_LOCK.RELEASE(id => :lock_id); END;",
+                     {"lock_id": lock_id(o)})
 
 
 def current_schema() -> Statement:
     """The session's current schema: the store owner when the store names none."""
-    return "SELECT SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA') FROM dual", {}
+    return Statement("SELECT SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA') FROM dual")
 
 
 def existing_tables(o: OracleObjects) -> tuple[Statement, dict[str, str]]:
@@ -83,39 +80,40 @@ def existing_tables(o: OracleObjects) -> tuple[Statement, dict[str, str]]:
     lookup[normalise(REGISTRY_TABLE, what="table name")] = ""
     binds = {f"t{i}": name for i, name in enumerate(lookup)}
     placeholders = ", ".join(f":{key}" for key in binds)
-    return ((f"SELECT table_name FROM all_tables WHERE owner = :owner "
-             f"AND table_name IN ({placeholders})", {"owner": o.owner, **binds}), lookup)
+    return (Statement(f"SELECT table_name FROM all_tables WHERE owner = :owner "
+                      f"AND table_name IN ({placeholders})", {"owner": o.owner, **binds}), lookup)
 
 
 def read_registry(o: OracleObjects) -> Statement:
     """The store's registry row (its columns in :class:`RegistryRow` order)."""
-    return (f"SELECT schema_version, search_mode, vector_dim, default_ttl_days, max_ttl_days, "
-            f"search_index_sync FROM {o.registry()} WHERE store_key = :store_key",
-            {"store_key": registry_key(o)})
+    return Statement(
+        f"SELECT schema_version, search_mode, vector_dim, default_ttl_days, max_ttl_days, "
+        f"search_index_sync FROM {o.registry()} WHERE store_key = :store_key",
+        {"store_key": registry_key(o)})
 
 
 def embedding_probe(o: OracleObjects) -> Statement:
     """A statement whose cursor description names the embedding column's dimension
     (python-oracledb's ``FetchInfo.vector_dimensions``); it returns no rows."""
-    return f"SELECT embedding FROM {o.table('record_chunks')} WHERE 1 = 0", {}
+    return Statement(f"SELECT embedding FROM {o.table('record_chunks')} WHERE 1 = 0")
 
 
 def outside_end_user_session() -> Statement:
     """1 when the connection is not an end-user session (row security does not bind it)."""
-    return ("SELECT CASE WHEN ORA_END_USER_CONTEXT.username IS NULL THEN 1 ELSE 0 END "
-            "FROM dual", {})
+    return Statement("SELECT CASE WHEN ORA_END_USER_CONTEXT.username IS NULL THEN 1 ELSE 0 END "
+                     "FROM dual")
 
 
 def index_exists(o: OracleObjects, suffix: str) -> Statement:
     """1 when the managed index ``suffix`` exists (vector and text indexes have no
     ``IF NOT EXISTS``)."""
-    return ("SELECT COUNT(*) FROM all_indexes WHERE owner = :owner AND index_name = :name",
-            {"owner": o.owner, "name": o.object_name(suffix)})
+    return Statement("SELECT COUNT(*) FROM all_indexes WHERE owner = :owner AND index_name = :name",
+                     {"owner": o.owner, "name": o.object_name(suffix)})
 
 
 def write_registry(o: OracleObjects, row: RegistryRow) -> Statement:
     """Insert or replace the store's registry row (``MERGE``: Oracle has no ON CONFLICT)."""
-    return (
+    return Statement(
         f"MERGE INTO {o.registry()} r USING (SELECT :store_key AS store_key FROM dual) s "
         "ON (r.store_key = s.store_key) WHEN MATCHED THEN UPDATE SET "
         "r.schema_version = :schema_version, r.search_mode = :search_mode, "
@@ -138,11 +136,11 @@ def drop_tables(o: OracleObjects) -> list[Statement]:
     ``PURGE`` skips the recycle bin: a dropped store's rows must not stay recoverable by
     ``FLASHBACK TABLE``, which would bring them back without their data grants.
     """
-    return [(f"DROP TABLE IF EXISTS {o.table(t)} CASCADE CONSTRAINTS PURGE", {})
+    return [Statement(f"DROP TABLE IF EXISTS {o.table(t)} CASCADE CONSTRAINTS PURGE")
             for t in reversed(MANAGED_TABLES)]
 
 
 def delete_registry_row(o: OracleObjects) -> Statement:
     """Remove the store's registry row."""
-    return (f"DELETE FROM {o.registry()} WHERE store_key = :store_key",
-            {"store_key": registry_key(o)})
+    return Statement(f"DELETE FROM {o.registry()} WHERE store_key = :store_key",
+                     {"store_key": registry_key(o)})

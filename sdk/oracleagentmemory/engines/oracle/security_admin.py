@@ -52,7 +52,7 @@ from oracleagentmemory.engines.oracle.admin_names import (
 from oracleagentmemory.engines.oracle.context import seen_username
 from oracleagentmemory.engines.oracle.driver_errors import error_info, translate
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names, normalise
-from oracleagentmemory.engines.oracle.schema_sql import Statement
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.engines.oracle.url import connect, is_oracle_url
 from oracleagentmemory.engines.security_admin import (
     ApplicationInfo,
@@ -122,13 +122,12 @@ class OracleSecurityAdmin(SecurityAdmin):
 
     # --- running statements ----------------------------------------------------------------
     def _rows(self, statement: Statement) -> list[tuple[Any, ...]]:
-        text, binds = statement
         try:
             with self._conn.cursor() as cursor:
-                cursor.execute(text, binds)
+                cursor.execute(statement.sql, dict(statement.binds))
                 return [tuple(row) for row in cursor.fetchall()]
         except oracledb.Error as exc:
-            raise _dictionary_error(exc, text) from exc
+            raise _dictionary_error(exc, statement.sql) from exc
 
     def _scalar(self, statement: Statement) -> Any:
         rows = self._rows(statement)
@@ -446,10 +445,10 @@ class OracleSecurityAdmin(SecurityAdmin):
     def current_end_user(self) -> str | None:
         """``ORA_END_USER_CONTEXT.username`` (``None`` outside a context, and on a database
         without Deep Data Security, which has no end users)."""
-        text, binds = sql.end_user_probe()
+        probe = sql.end_user_probe()
         try:
             with self._conn.cursor() as cursor:
-                cursor.execute(text, binds)
+                cursor.execute(probe.sql, dict(probe.binds))
                 row = cursor.fetchone()
         except oracledb.DatabaseError as exc:
             if error_info(exc).code in _NO_DEEP_SEC_CODES:

@@ -39,9 +39,10 @@ import oracledb
 
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES, StoreNames
 from oracleagentmemory.engines.oracle import audit_sql, schema_sql
-from oracleagentmemory.engines.oracle.binds import timestamp_input_sizes, utc_from_fetch
+from oracleagentmemory.engines.oracle.binds import utc_from_fetch
 from oracleagentmemory.engines.oracle.driver_errors import error_info, translate
 from oracleagentmemory.engines.oracle.names import OracleObjects
+from oracleagentmemory.engines.oracle.statement import Statement
 from oracleagentmemory.engines.oracle.url import connect
 from oracleagentmemory.engines.write_audit import (
     AuditInstallation,
@@ -139,11 +140,10 @@ class OracleWriteAuditAdmin(WriteAuditAdmin):
             self._conn.close()
 
     # --- running statements ----------------------------------------------------------------
-    def _execute(self, statement: audit_sql.Statement) -> list[Any]:
-        sql, binds = statement
+    def _execute(self, statement: Statement) -> list[Any]:
         with self._conn.cursor() as cur:
             try:
-                cur.execute(sql, binds)
+                cur.execute(statement.sql, dict(statement.binds))
             except oracledb.Error as exc:
                 raise self._error(exc) from exc
             return cur.fetchall() if cur.description else []
@@ -321,11 +321,12 @@ class OracleWriteAuditAdmin(WriteAuditAdmin):
         rows Oracle verified, or raises :class:`DatabaseError` naming the first bad row."""
         verified = 0
         for suffix in audit_sql.TABLE_SUFFIXES:
-            sql, binds = audit_sql.verify_rows(o, suffix)
+            statement = audit_sql.verify_rows(o, suffix)
             with self._conn.cursor() as cur:
-                out = cur.var(int)
+                (name, kind), = statement.out_binds.items()
+                out = cur.var(kind)
                 try:
-                    cur.execute(sql, {**binds, "verified": out})
+                    cur.execute(statement.sql, {**statement.binds, name: out})
                 except oracledb.Error as exc:
                     if error_info(exc).code == audit_sql.VERIFICATION_FAILED:
                         raise self._bad_row(o, suffix, error_info(exc).first_line) from exc
@@ -352,11 +353,11 @@ class OracleWriteAuditAdmin(WriteAuditAdmin):
         o = self._objects(names)
         self._require_installed(o)
         self.verify_database_chains(o)
-        sql, binds = audit_sql.sealed_rows(o, after_id, through_id)
+        statement = audit_sql.sealed_rows(o, after_id, through_id)
         with self._conn.cursor() as cur:
             cur.arraysize = _STREAM_ROWS
             try:
-                cur.execute(sql, binds)
+                cur.execute(statement.sql, dict(statement.binds))
             except oracledb.Error as exc:
                 raise self._error(exc) from exc
             for values in cur:
@@ -388,9 +389,11 @@ class OracleWriteAuditAdmin(WriteAuditAdmin):
         with self._conn.cursor() as cur:
             try:
                 if entries:
-                    cur.setinputsizes(prev_id=oracledb.DB_TYPE_NUMBER)
-                    cur.executemany(*audit_sql.insert_chain(o, entries))
-                cur.setinputsizes(**timestamp_input_sizes("sealed_at"))
-                cur.execute(*audit_sql.insert_checkpoint(o, checkpoint))
+                    chain = audit_sql.insert_chain(o, entries)
+                    cur.setinputsizes(**chain.input_sizes)
+                    cur.executemany(chain.sql, [dict(r) for r in chain.rows or ()])
+                sealed = audit_sql.insert_checkpoint(o, checkpoint)
+                cur.setinputsizes(**sealed.input_sizes)
+                cur.execute(sealed.sql, dict(sealed.binds))
             except oracledb.Error as exc:
                 raise self._error(exc) from exc
