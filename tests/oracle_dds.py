@@ -39,6 +39,19 @@ role (upper case: unquoted names fold, and
 Each store gets one local data role per shipped policy (named by
 ``engines/oracle/admin_names.store_data_role``), granted to all of them.
 
+Identity-provider attacks (groups ``MAPPED TO`` an IAM group, requested data roles) need end
+users the database's own identity provider (OCI IAM or Entra ID) authenticated; none can be made
+here. They run only when ``OAM_TEST_ORACLE_IAM_TOKENS_FILE`` names a JSON file (read anew for
+each context, so a refresher may rotate it)::
+
+    {"identity_provider": "oci_iam",      # or "azure_ad": the database's IDENTITY_PROVIDER_TYPE
+     "group": "oam-test-members",         # an IAM group (Entra ID: an app role)
+     "member": "<end-user token of an IAM user in the group>",
+     "outsider": "<end-user token of an IAM user not in it>"}
+
+Without it those tests are skipped with :data:`IAM_NOT_TESTED` (also kept in
+:data:`NOT_TESTED`, so the run's summary says so): never a pass.
+
 Support probe (:func:`probe_database`, :func:`probe_context`): ``SELECT
 ORA_END_USER_CONTEXT.username FROM dual`` as the runtime account (ORA-00904 / ORA-00942 /
 ORA-00900: no Deep Data Security), then a context attached (DPY-3041: the server lacks the
@@ -50,6 +63,7 @@ without Deep Data Security never counts as a pass.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -79,6 +93,13 @@ ADMIN_DSN = "OAM_TEST_ORACLE_ADMIN_DSN"
 RUNTIME_DSN = "OAM_TEST_ORACLE_RUNTIME_DSN"
 ACCESS_TOKEN_FILE = "OAM_TEST_ORACLE_ACCESS_TOKEN_FILE"
 SETTINGS = (OWNER_DSN, ADMIN_DSN, RUNTIME_DSN, ACCESS_TOKEN_FILE)
+IAM_TOKENS_FILE = "OAM_TEST_ORACLE_IAM_TOKENS_FILE"
+
+IAM_NOT_TESTED = (
+    f"its identity-provider, group (MAPPED TO) and data-role attacks need {IAM_TOKENS_FILE} "
+    "(end-user tokens of two IAM users, see tests/oracle_dds.py): no test identity provider "
+    "exists to twin them against")
+"""Why the identity-provider attacks were skipped (the variable is unset)."""
 
 USERS = ("ALICE", "BOB", "CAROL", "DAVE")
 """The local end users, as the database stores them (and as ``user_id`` holds them)."""
@@ -113,8 +134,10 @@ class Login:
         user, password, dsn = parse_dsn(os.environ[variable])
         return cls(user, password, dsn)
 
-    def connect(self) -> oracledb.Connection:
-        return oracledb.connect(user=self.user, password=self.password, dsn=self.dsn)
+    def connect(self, conn_class: type[oracledb.Connection] = oracledb.Connection
+                ) -> oracledb.Connection:
+        return oracledb.connect(user=self.user, password=self.password, dsn=self.dsn,
+                                conn_class=conn_class)
 
 
 def missing_settings() -> str | None:
@@ -138,6 +161,46 @@ def end_user_context(user: str, access_token: str | None = None) -> oracledb.End
     return oracledb.create_end_user_security_context(
         access_token if access_token is not None else read_access_token(),
         end_user_identity=(user, None))
+
+
+@dataclass(frozen=True)
+class IamUsers:
+    """Two end users of the database's identity provider: ``member`` is in ``group``,
+    ``outsider`` is not (their end-user tokens, as :data:`IAM_TOKENS_FILE` holds them)."""
+
+    identity_provider: str
+    group: str
+    member_token: str
+    outsider_token: str
+
+    def context(self, token: str, data_roles: list[str] | None = None
+                ) -> oracledb.EndUserSecurityContext:
+        """python-oracledb's context for the IAM end user of ``token`` (a str identity: the
+        database verifies the token and enables the data roles mapped to its groups)."""
+        return oracledb.create_end_user_security_context(
+            read_access_token(), end_user_identity=token, data_roles=data_roles)
+
+
+def iam_users() -> IamUsers | None:
+    """The IAM end users of :data:`IAM_TOKENS_FILE` (``None``: the variable is unset).
+
+    Raises :class:`ValueError` when the file is missing or malformed: a misconfigured run fails.
+    """
+    setting = os.environ.get(IAM_TOKENS_FILE)
+    if not setting:
+        return None
+    try:
+        data = json.loads(Path(setting).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{IAM_TOKENS_FILE}={setting!r} is not a readable JSON file: "
+                         f"{exc}") from exc
+    keys = ("identity_provider", "group", "member", "outsider")
+    if not isinstance(data, dict) or not all(
+            isinstance(data.get(k), str) and data[k].strip() for k in keys):
+        raise ValueError(f"{IAM_TOKENS_FILE} must hold a JSON object with the non-empty "
+                         f"strings {', '.join(keys)}")
+    return IamUsers(data["identity_provider"], data["group"], data["member"].strip(),
+                    data["outsider"].strip())
 
 
 def describe(exc: BaseException) -> str:
@@ -294,6 +357,24 @@ class OracleDdsEnvironment:
                 conn.clear_end_user_security_context()
         finally:
             conn.close()
+
+    def end_user_of(self, context: oracledb.EndUserSecurityContext) -> str | None:
+        """The end user the database runs ``context`` as (``None``: it runs as none)."""
+        with self.runtime.connect() as conn, conn.cursor() as cur:
+            conn.set_end_user_security_context(context)
+            cur.execute(USERNAME_QUERY)
+            row = cur.fetchone()
+            conn.clear_end_user_security_context()
+        return seen_username(row[0] if row else None)
+
+    def runtime_pool_of(self, connection_class: type[oracledb.Connection],
+                        size: int = 1) -> oracledb.ConnectionPool:
+        """A pool of the runtime account whose connections are ``connection_class``'s (a
+        subclass of :class:`oracledb.Connection`: the real driver, with the test's code on the
+        connection); close it after use."""
+        return oracledb.create_pool(user=self.runtime.user, password=self.runtime.password,
+                                    dsn=self.runtime.dsn, min=1, max=size, increment=1,
+                                    connectiontype=connection_class)
 
     def close(self) -> None:
         """Close the pools, then drop the session's stores."""

@@ -35,44 +35,84 @@ PostgreSQL attacks with no Oracle meaning, and why:
   their scope, lifecycle policies inside a context) exercise core's engine-neutral context
   variable; their database-facing twins here are the unknown end user, the end user without a
   data role, the pooled session keeping no context and the interleaved users.
-- Identity-provider namespaces, applications bound to stores, token mode through the local
-  issuer: on Oracle the identity provider is the database's own (OCI IAM or Entra ID); no test
-  identity provider exists to twin them against.
+- Identity-provider users, groups (``MAPPED TO``) and requested data roles: the database's own
+  identity provider (OCI IAM or Entra ID) authenticates them, and no test identity provider
+  exists; their twins here run only with ``OAM_TEST_ORACLE_IAM_TOKENS_FILE`` (end-user tokens
+  of two IAM users, ``tests/oracle_dds.py``) and are skipped without it (the summary says so).
+  An identity-provider user never reading the local end user of the same name has no twin: on
+  Oracle both share one namespace of names (``deploy/oracle/README.md``). Two providers,
+  applications bound to stores and token mode through the local issuer are PostgreSQL's own.
+- A context that cannot be cleared, and nested operations on one connection, need code running
+  on the connection during an operation: the real driver's connection subclassed
+  (``conn_class``/``connectiontype``), re-attaching a context after the engine's clear, or
+  calling the store back just before the engine commits.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, ClassVar
 
 import oracledb
 import pytest
 from oracle_dds import (
+    IAM_NOT_TESTED,
     NO_GRANTS_USER,
+    NOT_TESTED,
+    SHIPPED,
     USERS,
+    IamUsers,
     OracleDdsEnvironment,
     OracleSeeded,
     describe,
     end_user_context,
+    iam_users,
+    read_access_token,
     setup_environment,
 )
-from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
-from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
+from oracleagentmemory.core import (
+    MemoryExtractionConfig,
+    OracleAgentMemory,
+    OracleDBMemoryStore,
+    SchemaPolicy,
+)
+from oracleagentmemory.core.deepsec import (
+    GlobalMemoriesDeepDataSecurityPolicy,
+    LocalEndUserPrincipal,
+    OciGroupPrincipal,
+    OracleMemoryEndUserSecurityContext,
+    grant_agent_memory_policies,
+    revoke_agent_memory_policies,
+)
+from oracleagentmemory.core.deepsec.policies import POLICY_BY_NAME
+from oracleagentmemory.core.embedders.hashing import HashingEmbedder
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES
-from oracleagentmemory.engines.oracle.admin_names import store_data_role
+from oracleagentmemory.engines.oracle.admin_names import (
+    group_data_role,
+    group_mapping,
+    store_data_role,
+)
 from oracleagentmemory.engines.oracle.context import USERNAME_QUERY, seen_username
 from oracleagentmemory.engines.oracle.driver_errors import error_info
 from oracleagentmemory.engines.oracle.security_admin import OracleSecurityAdmin
-from oracleagentmemory.errors import EndUserContextError, OracleAgentMemoryError
+from oracleagentmemory.errors import (
+    EndUserContextError,
+    OracleAgentMemoryError,
+    SecurityContextError,
+)
 
 ALICE, BOB, CAROL, DAVE = USERS
 
 MEMORIES = {"a1": ALICE, "a2": ALICE, "a3": ALICE, "b1": BOB, "b2": BOB, "b3": BOB,
             "c1": CAROL, "d1": DAVE, "g1": None, "g2": None}
-RELATIONS = {"r-a1-a2": ("a1", "a2"), "r-b1-b2": ("b1", "b2"), "r-g1-g2": ("g1", "g2")}
+# Relations the owner creates, whatever their endpoints' users (a link to a global memory is
+# its other endpoint's user's).
+RELATIONS = {"r-a1-a2": ("a1", "a2"), "r-b1-b2": ("b1", "b2"), "r-a2-g1": ("a2", "g1"),
+             "r-g1-g2": ("g1", "g2"), "r-b2-g2": ("b2", "g2")}
 
 # Per managed table: the key column, ALICE's row, BOB's row, the column an UPDATE may set, the
 # owner column. record_chunks rows are keyed by the record they index.
@@ -141,7 +181,20 @@ def oracle_dds() -> Iterator[OracleDdsEnvironment]:
 
 @pytest.fixture(scope="module")
 def seeded(oracle_dds: OracleDdsEnvironment) -> OracleSeeded:
-    """A protected store with rows of ALICE, BOB (every table), CAROL, DAVE and global rows."""
+    """A protected store with rows of ALICE, BOB (every table), CAROL, DAVE and global rows,
+    shared by the attacks that change nothing (or roll back)."""
+    return seed(oracle_dds)
+
+
+@pytest.fixture
+def fresh(oracle_dds: OracleDdsEnvironment) -> OracleSeeded:
+    """A seeded store of its own, for attacks that change rows or grants."""
+    return seed(oracle_dds)
+
+
+def seed(oracle_dds: OracleDdsEnvironment) -> OracleSeeded:
+    """A new protected store, filled as the owner: every managed table holds rows of ALICE and
+    BOB, the memories also CAROL's, DAVE's and global ones."""
     seeded = oracle_dds.new_store()
     owner = oracle_dds.owner_store(seeded)
     try:
@@ -849,3 +902,598 @@ def test_the_context_is_cleared_after_every_operation_on_a_standalone_connection
                     assert seen == [] or isinstance(seen, str), seen
         finally:
             store.close()
+
+
+# --- twins added by the second Oracle attack review (H9) ---------------------------------------
+def seen_or_refused(call: Callable[[], Any]) -> Any:
+    """What ``call`` returns, or :data:`REFUSED` when the SDK raises its typed error (an end
+    user without any data grant on a table gets ORA-00942 under SET USE DATA GRANTS ONLY)."""
+    try:
+        return call()
+    except OracleAgentMemoryError:
+        return REFUSED
+
+
+REFUSED = "refused"
+
+
+def memory_ids(store: OracleDBMemoryStore) -> list[str] | str:
+    """The memory ids ``store`` lists, or :data:`REFUSED`."""
+    seen: list[str] | str = seen_or_refused(lambda: sorted(r.id for r in store.list("memory")))
+    return seen
+
+
+def owner_of(record: object) -> object:
+    """The ``user_id`` of a scoped record (``None`` for another kind)."""
+    return getattr(record, "user_id", None)
+
+
+def no_check_store(oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded,
+                   source: object) -> OracleDBMemoryStore:
+    """A NO_CHECK runtime store on ``source`` (opened inside the caller's context)."""
+    return OracleDBMemoryStore(None, source, schema_policy=SchemaPolicy.NO_CHECK,
+                               memory_store_id=seeded.store_id,
+                               schema_owner=oracle_dds.owner_schema)
+
+
+def username_on(conn: oracledb.Connection) -> str | None:
+    """The end user the database runs ``conn``'s session as (``None``: none)."""
+    with conn.cursor() as cur:
+        return seen_username((rows(cur, USERNAME_QUERY) or [(None,)])[0][0])
+
+
+def store_operations(store: OracleDBMemoryStore) -> list[Callable[[], Any]]:
+    """One of each store operation, as ALICE, including a refused write (twin of
+    ``test_deepsec_attacks._operations``)."""
+    def refused() -> None:
+        with pytest.raises(OracleAgentMemoryError):
+            store.add(["planted"], "memory", user_ids=BOB, embeddings=[[0.0, 1.0, 0.0]])
+
+    return [
+        lambda: store.add(["note"], "memory", record_ids="c-1", embeddings=[[0.0, 1.0, 0.0]]),
+        lambda: store.add(["note 2"], "memory", record_ids="c-2", embeddings=[[0.0, 1.0, 0.0]]),
+        lambda: store.list("memory"),
+        lambda: store.get("memory", "c-1"),
+        lambda: store.search(None, 3, query_vector=[0.0, 1.0, 0.0]),
+        lambda: store.update("memory", "c-1", content="changed"),
+        lambda: store.add_relations("c-1", "memory", "c-2", "memory", "related"),
+        lambda: store.list_relations(),
+        refused,
+        lambda: store.delete("memory", "c-2"),
+    ]
+
+
+OPEN_A_TRANSACTION = ("BEGIN :tx := DBMS_TRANSACTION.LOCAL_TRANSACTION_ID("
+                      "create_transaction => TRUE); END;")
+"""Starts a transaction without touching a table (DBMS_TRANSACTION runs with the caller's rights
+and is PUBLIC's: PL/SQL Packages and Types Reference, DBMS_TRANSACTION.LOCAL_TRANSACTION_ID)."""
+
+
+def test_the_context_is_cleared_inside_the_callers_own_transaction(
+        oracle_dds: OracleDdsEnvironment, fresh: OracleSeeded) -> None:
+    """Twin of ``test_the_assertion_is_cleared_inside_the_callers_own_transaction``: on a
+    standalone connection whose caller holds a transaction open, each operation runs from the
+    engine's savepoint, leaves the caller's transaction open, and leaves the session running as
+    no end user (reaching no protected row); the caller's commit keeps ALICE's writes."""
+    memory = fresh.table("memory")
+    with oracle_dds.runtime.connect() as conn:
+        with conn.cursor() as cur:
+            tx = cur.var(str)
+            cur.execute(OPEN_A_TRANSACTION, {"tx": tx})
+        assert tx.getvalue() and conn.transaction_in_progress  # positive control: it is open
+        with OracleMemoryEndUserSecurityContext(oracle_dds.context(ALICE)):
+            store = no_check_store(oracle_dds, fresh, conn)
+            try:
+                for operation in store_operations(store):
+                    assert conn.transaction_in_progress
+                    operation()
+                    assert conn.transaction_in_progress
+                    assert username_on(conn) is None
+                    with conn.cursor() as cur:
+                        seen = refused_or_empty(cur, f"SELECT id FROM {memory}")
+                    assert seen == [] or isinstance(seen, str), seen
+            finally:
+                store.close()
+        conn.commit()
+    with oracle_dds.runtime_store(fresh, ALICE) as alices:  # the caller's commit kept them
+        got = alices.get("memory", "c-1")
+        assert got is not None and got.content == "changed" and owner_of(got) == ALICE
+        assert alices.get("memory", "c-2") is None
+
+
+class ReplantingConnection(oracledb.Connection):
+    """A runtime connection (the real driver) on which other code re-attaches an end-user
+    context right after the next clear, once :attr:`replant` is set: the context then stays
+    attached whatever the engine cleared, as a session-level assertion does on PostgreSQL.
+    Subclass it per test (:func:`replanting_class`): its state lives on the class, so pooled
+    connections share it."""
+
+    replant: ClassVar[oracledb.EndUserSecurityContext | None] = None
+    replanted_on: ClassVar[list[oracledb.Connection]]
+
+    def clear_end_user_security_context(self) -> None:
+        super().clear_end_user_security_context()
+        replant, type(self).replant = type(self).replant, None  # one shot
+        if replant is not None:
+            type(self).replanted_on.append(self)
+            self.set_end_user_security_context(replant)
+
+
+def replanting_class() -> type[ReplantingConnection]:
+    class Replanting(ReplantingConnection):
+        replanted_on: ClassVar[list[oracledb.Connection]] = []
+
+    return Replanting
+
+
+def test_a_pooled_connection_whose_context_stays_attached_is_dropped(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded) -> None:
+    """Twin of ``test_a_connection_carrying_a_session_assertion_is_discarded``: when BOB's
+    context is still attached after the engine cleared ALICE's (the database answers BOB to the
+    check), the operation fails and the connection is dropped from the pool, never released to
+    serve anyone; the next operation gets a fresh connection and runs as ALICE."""
+    replanting = replanting_class()
+    pool = oracle_dds.runtime_pool_of(replanting)
+    try:
+        with OracleMemoryEndUserSecurityContext(oracle_dds.context(ALICE)):
+            store = no_check_store(oracle_dds, seeded, pool)
+            try:
+                # Positive control: the pool's connection served ALICE and was cleared.
+                assert memory_ids(store) == ["a1", "a2", "a3", "g1", "g2"]
+                replanting.replant = oracle_dds.context(BOB)
+                with pytest.raises(SecurityContextError, match="still attached"):
+                    store.list("memory")
+                (carrier,) = replanting.replanted_on
+                assert not carrier.is_healthy()  # dropped (ConnectionPool.drop closes it)
+                record = store.get("memory", "a1")  # a fresh connection serves ALICE
+                assert record is not None and owner_of(record) == ALICE
+            finally:
+                store.close()
+        with pool.acquire() as conn:  # what the pool holds now runs as nobody
+            assert username_on(conn) is None
+    finally:
+        pool.close(force=True)
+
+
+def test_a_standalone_connection_whose_context_stays_attached_is_refused_afterwards(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded) -> None:
+    """The same on a borrowed standalone connection, which the engine cannot drop: the
+    operation fails, and every later operation on it is refused (it would otherwise run BOB's
+    work as ALICE); the engine clears what it can, so the session runs as no end user."""
+    replanting = replanting_class()
+    conn = oracle_dds.runtime.connect(conn_class=replanting)
+    try:
+        with OracleMemoryEndUserSecurityContext(oracle_dds.context(BOB)):
+            store = no_check_store(oracle_dds, seeded, conn)
+            try:
+                assert "b1" in memory_ids(store)  # positive control: it served BOB
+                replanting.replant = oracle_dds.context(ALICE)
+                with pytest.raises(SecurityContextError, match="still attached"):
+                    store.list("memory")
+                assert replanting.replanted_on == [conn]
+                for later in (lambda: store.list("memory"), lambda: store.get("memory", "a1"),
+                              lambda: store.add(["after"], "memory",
+                                                embeddings=[[1.0, 0.0, 0.0]])):
+                    with pytest.raises(SecurityContextError, match="serves nobody"):
+                        later()
+            finally:
+                store.close()
+        assert username_on(conn) is None
+    finally:
+        conn.close()
+
+
+def test_revoking_the_policies_takes_effect_on_the_next_operation(
+        oracle_dds: OracleDdsEnvironment, fresh: OracleSeeded) -> None:
+    """Twin of ``test_deepsec_attacks``: one open store and one context object of ALICE (as a
+    gateway keeps them); after the administrator revokes her data roles, her next operations
+    read nothing (or are refused) and write nothing. Revoking only BOB's global-memories role
+    takes the global memories from him and leaves him his own rows."""
+    alice = OracleMemoryEndUserSecurityContext(oracle_dds.context(ALICE))
+    with alice:
+        store = no_check_store(oracle_dds, fresh, oracle_dds.runtime_pool)
+    before = owner_rows(oracle_dds, fresh)
+    try:
+        with alice:  # positive control: the same probe before the revoke
+            assert memory_ids(store) == ["a1", "a2", "a3", "g1", "g2"]
+        with oracle_dds.admin.connect() as conn:
+            revoke_agent_memory_policies(conn, fresh.store_id, oracle_dds.owner_schema,
+                                         [LocalEndUserPrincipal(ALICE)], SHIPPED)
+        with alice:
+            assert memory_ids(store) in ([], REFUSED)
+            assert seen_or_refused(lambda: store.get("memory", "a1")) in (None, REFUSED)
+            assert seen_or_refused(lambda: store.update("memory", "a1", content="after revoke")
+                                   ) in (0, REFUSED)
+            assert seen_or_refused(lambda: store.delete("memory", "a1")) in (0, REFUSED)
+            with pytest.raises(OracleAgentMemoryError):
+                store.add(["after revoke"], "memory", record_ids="x-revoked",
+                          embeddings=[[1.0, 0.0, 0.0]])
+    finally:
+        store.close()
+    assert owner_rows(oracle_dds, fresh) == before
+    bobs = ["b1", "b2", "b3"]
+    with oracle_dds.runtime_store(fresh, BOB) as bob:
+        assert memory_ids(bob) == [*bobs, "g1", "g2"]
+    with oracle_dds.admin.connect() as conn:
+        revoke_agent_memory_policies(conn, fresh.store_id, oracle_dds.owner_schema,
+                                     [LocalEndUserPrincipal(BOB)],
+                                     [GlobalMemoriesDeepDataSecurityPolicy()])
+    with oracle_dds.runtime_store(fresh, BOB) as bob:
+        assert memory_ids(bob) == bobs
+
+
+def test_a_local_end_user_cannot_request_data_roles_it_does_not_hold(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded, unchanged: None) -> None:
+    """Twin of ``test_requested_data_roles_restrict_the_context`` for local end users (whose
+    ``(name, key)`` contexts the Deep Data Security Guide says take no ``data_roles``): the end
+    user without any data role, asking for the store's roles (and for one that does not exist),
+    is refused or reads and writes nothing; BOB, asking for none, reads his rows."""
+    roles = [store_data_role(seeded.objects, name) for name in POLICY_BY_NAME]
+    for requested in (roles, ["OAM_NO_SUCH_ROLE"]):
+        try:
+            context = oracledb.create_end_user_security_context(
+                read_access_token(), end_user_identity=(NO_GRANTS_USER, None),
+                data_roles=requested)
+            with context_store(oracle_dds, seeded, context) as store:
+                seen = memory_ids(store)
+                with pytest.raises(OracleAgentMemoryError):
+                    store.add(["asked for roles"], "memory", record_ids="x-roles",
+                              embeddings=[[1.0, 0.0, 0.0]])
+        except OracleAgentMemoryError:
+            seen = REFUSED
+        assert seen in ([], REFUSED), (requested, seen)
+    with oracle_dds.runtime_store(seeded, BOB) as store:  # positive control
+        assert "b1" in memory_ids(store)
+
+
+LINKS_SEEN = {ALICE: ["r-a1-a2", "r-a2-g1", "r-g1-g2"], BOB: ["r-b1-b2", "r-b2-g2", "r-g1-g2"],
+              CAROL: ["r-g1-g2"]}
+"""The links each user may see: those whose two endpoints they see."""
+
+
+def walked(record: object, allowed: list[str]) -> set[str]:
+    """The ids of the records graph expansion linked to ``record`` (nested by hop), checking
+    that every link it followed is one of ``allowed``."""
+    reached: set[str] = set()
+    for relation, linked in getattr(record, "linked_results", []):
+        assert relation.id in allowed, relation.id
+        reached |= {linked.id} | walked(linked, allowed)
+    return reached
+
+
+def test_links_are_visible_only_when_both_endpoints_are(oracle_dds: OracleDdsEnvironment,
+                                                        seeded: OracleSeeded) -> None:
+    """Twin of ``test_deepsec_attacks``: listed through the store, read by raw SQL, and
+    followed by graph expansion (the engine's recursive ``links_within_hops``), a user meets
+    only the links between memories they see: ALICE's walk from ``a1`` reaches ``g2`` through
+    the global link and never BOB's ``b2`` through his link ``r-b2-g2``."""
+    for user, expected in LINKS_SEEN.items():
+        with oracle_dds.runtime_store(seeded, user) as store:
+            assert sorted(r.id for r in store.list_relations()) == expected, user
+            for other in set(RELATIONS) - set(expected):
+                assert store.get_relation(relation_id=other) is None, (user, other)
+        with oracle_dds.as_user(user) as conn, conn.cursor() as cur:
+            assert [i for (i,) in rows(cur, f"SELECT id FROM {seeded.table('memory_link')} "
+                                            "ORDER BY id")] == expected, user
+    for user, start, reach in ((ALICE, "a1", {"a2", "g1", "g2"}),
+                               (BOB, "b1", {"b2", "g2", "g1"})):
+        with oracle_dds.runtime_store(seeded, user) as store:
+            [(hit, _)] = store.search(None, 1, query_vector=[1.0, 0.3 if user == BOB else 0.0,
+                                                             0.0],
+                                      record_types=["memory"], user_id=user, num_hops=3)
+            reached = walked(hit, LINKS_SEEN[user])
+            # Positive control: the walk ran (it reached the user's own and global memories).
+            assert (hit.id, reached) == (start, reach), user
+
+
+def test_concurrent_writers_to_one_thread_get_distinct_sequence_numbers(
+        oracle_dds: OracleDdsEnvironment) -> None:
+    """Twin of ``test_deepsec_holes``: four writers as ALICE, on the runtime pool of two
+    sessions, add five messages each to one thread: the sequence numbers are 0 to 19."""
+    seeded = oracle_dds.new_store()
+    errors_seen: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def write(n: int) -> None:
+        try:
+            barrier.wait()
+            with oracle_dds.runtime_store(seeded, ALICE) as store:
+                for i in range(5):
+                    store.add([f"w{n} m{i}"], "message", thread_ids="t", roles="user",
+                              embeddings=[[1.0, 0.0, 0.0]])
+        except BaseException as exc:  # reported below
+            errors_seen.append(exc)
+
+    workers = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert errors_seen == []
+    with oracle_dds.runtime_store(seeded, ALICE) as store:
+        messages = store.list_thread_messages("t")
+    assert sorted(m.seq_no for m in messages) == list(range(20))
+    assert {m.user_id for m in messages} == {ALICE}
+
+
+def test_no_check_refuses_a_connection_that_row_security_does_not_bind(
+        oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded) -> None:
+    """Twin of ``test_no_check_refuses_a_connection_that_bypasses_row_security``: inside
+    ALICE's context, a NO_CHECK store on the owner's or the policy administrator's connection
+    (neither holds CREATE END USER SECURITY CONTEXT) is refused, or, should the database attach
+    the context after all, runs as ALICE and sees only her rows; outside any context it is
+    refused before any statement."""
+    alices = {i for i, u in MEMORIES.items() if u in (ALICE, None)}
+    with OracleMemoryEndUserSecurityContext(oracle_dds.context(ALICE)):
+        for login in (oracle_dds.owner, oracle_dds.admin):
+            with login.connect() as conn:
+                try:
+                    store = no_check_store(oracle_dds, seeded, conn)
+                except EndUserContextError:  # SecurityContextError is one too
+                    continue
+                try:
+                    assert set(memory_ids(store)) <= alices, login.user
+                finally:
+                    store.close()
+        # Positive control: the runtime account is bound by the grants and opens the store.
+        no_check_store(oracle_dds, seeded, oracle_dds.runtime_pool).close()
+    with pytest.raises(EndUserContextError, match="NO_CHECK"):
+        no_check_store(oracle_dds, seeded, oracle_dds.owner_pool)
+
+
+class NestingConnection(oracledb.Connection):
+    """A runtime connection (the real driver) that runs :attr:`nested` once, just before the
+    engine commits the operation under way: code called back from inside an operation, on the
+    same thread and connection (what ``engines/oracle/open_sessions.py`` guards)."""
+
+    nested: ClassVar[Callable[[oracledb.Connection], None] | None] = None
+
+    def commit(self) -> None:
+        nested, type(self).nested = type(self).nested, None  # one shot
+        if nested is not None:
+            nested(self)
+        super().commit()
+
+
+def test_a_nested_operation_on_a_standalone_connection_keeps_the_outer_context(
+        oracle_dds: OracleDdsEnvironment, fresh: OracleSeeded) -> None:
+    """An operation of ALICE's started inside another of hers on the same connection runs as
+    ALICE and clears nothing: after it, the outer operation's session still runs as ALICE (its
+    write is hers); one started in BOB's context there is refused. After the outer operation
+    the session runs as no end user."""
+    class Nesting(NestingConnection):
+        pass
+
+    observed: dict[str, object] = {}
+    conn = oracle_dds.runtime.connect(conn_class=Nesting)
+    try:
+        alice = oracle_dds.context(ALICE)
+        with OracleMemoryEndUserSecurityContext(alice):
+            store = no_check_store(oracle_dds, fresh, conn)
+            try:
+                def inside(on: oracledb.Connection) -> None:
+                    got = store.get("memory", "a1")  # nested, in the same context
+                    observed["nested_read"] = owner_of(got)
+                    observed["after_nested"] = username_on(on)
+                    with OracleMemoryEndUserSecurityContext(oracle_dds.context(BOB)):
+                        try:
+                            store.get("memory", "b1")
+                        except SecurityContextError:
+                            observed["bob"] = "refused"
+                    observed["after_bob"] = username_on(on)
+
+                Nesting.nested = inside
+                (added,) = store.add(["outer write"], "memory", record_ids="nested-outer",
+                                     embeddings=[[1.0, 0.0, 0.0]])
+                assert Nesting.nested is None  # the hook ran
+                assert observed["nested_read"] == ALICE  # positive control: it ran as ALICE
+                assert observed["after_nested"] == ALICE, observed
+                assert observed.get("bob") == "refused", observed
+                assert observed["after_bob"] == ALICE, observed
+                got = store.get("memory", added)
+                assert got is not None and owner_of(got) == ALICE
+            finally:
+                store.close()
+        assert username_on(conn) is None
+    finally:
+        conn.close()
+
+
+# --- through the client API (OracleAgentMemory) ------------------------------------------------
+CLIENT_DIM = 64
+SECRET = "zanzibar"
+"""A word only ALICE's rows contain."""
+
+
+@pytest.fixture
+def gateway(oracle_dds: OracleDdsEnvironment) -> Iterator[OracleAgentMemory]:
+    """One client over one NO_CHECK store on the runtime pool, opened once (in CAROL's
+    context) and shared by every user's requests (twin of ``test_client_attacks.gateway``)."""
+    seeded = oracle_dds.new_store(vector_dim=CLIENT_DIM)
+    with OracleMemoryEndUserSecurityContext(oracle_dds.context(CAROL)):
+        store = OracleDBMemoryStore(HashingEmbedder(CLIENT_DIM), oracle_dds.runtime_pool,
+                                    schema_policy=SchemaPolicy.NO_CHECK,
+                                    memory_store_id=seeded.store_id,
+                                    schema_owner=oracle_dds.owner_schema)
+    client = OracleAgentMemory(store=store, llm=None, memory_extraction_config=(
+        MemoryExtractionConfig(extract_memories=False)))
+    yield client
+    store.close()
+
+
+def request(oracle_dds: OracleDdsEnvironment, user: str) -> OracleMemoryEndUserSecurityContext:
+    """One request of ``user``: the client calls inside run in that user's context."""
+    return OracleMemoryEndUserSecurityContext(oracle_dds.context(user))
+
+
+def seed_alice(oracle_dds: OracleDdsEnvironment, client: OracleAgentMemory) -> str:
+    """ALICE's thread (with metadata and settings), message and memories; her message's id."""
+    with request(oracle_dds, ALICE):
+        thread = client.create_thread(thread_id="alice-t", agent_id="agent-a",
+                                      metadata={"topic": "travel"},
+                                      max_message_token_length=777)
+        [message] = thread.add_messages([{"role": "user",
+                                          "content": f"my passport is in {SECRET}"}])
+        client.add_memory(f"alice keeps her passport in {SECRET}", memory_id="alice-m",
+                          user_id=ALICE, agent_id="agent-a", thread_id="alice-t")
+    return str(message)
+
+
+def alice_intact(oracle_dds: OracleDdsEnvironment, client: OracleAgentMemory) -> None:
+    """ALICE's rows are as seeded (read in her own context)."""
+    with request(oracle_dds, ALICE):
+        thread = client.get_thread("alice-t")
+        assert (thread.user_id, thread.metadata) == (ALICE, {"topic": "travel"})
+        assert thread.max_message_token_length == 777
+        assert [m.content for m in thread.get_messages()] == [f"my passport is in {SECRET}"]
+        assert [m.id for m in client.list_memories()] == ["alice-m"]
+
+
+def test_bobs_client_cannot_get_update_or_delete_alices_thread(
+        oracle_dds: OracleDdsEnvironment, gateway: OracleAgentMemory) -> None:
+    """Twin of ``test_client_attacks.test_bob_cannot_get_update_or_delete_alices_thread``."""
+    client = gateway
+    seed_alice(oracle_dds, client)
+    with request(oracle_dds, BOB):
+        with pytest.raises(KeyError):
+            client.get_thread("alice-t")
+        with pytest.raises(KeyError):
+            client.update_thread("alice-t", metadata={"topic": "owned by bob"})
+        with pytest.raises(KeyError):
+            client.update_thread("alice-t", max_message_token_length=1)
+        assert client.delete_thread("alice-t") == 0
+        assert client.list_messages(thread_id="alice-t") == []
+        assert client.list_threads(user_id=ALICE) == []
+        # Positive control: the same calls on BOB's own thread work.
+        client.create_thread(thread_id="bob-t", metadata={"topic": "x"})
+        assert client.get_thread("bob-t").user_id == BOB
+        updated = client.update_thread("bob-t", metadata={"topic": "y"},
+                                       max_message_token_length=5)
+        assert (updated.metadata, updated.max_message_token_length) == ({"topic": "y"}, 5)
+        assert client.delete_thread("bob-t") == 1
+    alice_intact(oracle_dds, client)
+
+
+def test_a_thread_object_of_alice_used_in_bobs_request_reaches_nothing(
+        oracle_dds: OracleDdsEnvironment, gateway: OracleAgentMemory) -> None:
+    """Twin of ``test_client_attacks``: ALICE's thread object handed to BOB's request answers
+    for BOB: her messages are not found, not changed, not deleted, and a write as her is
+    refused."""
+    client = gateway
+    message = seed_alice(oracle_dds, client)
+    with request(oracle_dds, ALICE):
+        alices = client.get_thread("alice-t")
+    with request(oracle_dds, BOB):
+        assert alices.get_messages() == []
+        with pytest.raises(KeyError):
+            alices.get_message(message)
+        with pytest.raises(KeyError):
+            alices.update_message(message, content="rewritten by bob")
+        assert alices.delete_message(message) == 0
+        assert alices.search(SECRET) == []
+        with pytest.raises(OracleAgentMemoryError):  # a write as ALICE is refused
+            alices.add_messages([{"role": "user", "content": "planted by bob"}])
+    alice_intact(oracle_dds, client)
+    with request(oracle_dds, ALICE):  # positive control: the same object works for ALICE
+        assert alices.get_message(message).content == f"my passport is in {SECRET}"
+        assert "alice-m" in {r.id for r in alices.search(SECRET, record_types=["memory"])}
+
+
+# --- identity-provider users (need IAM end-user tokens) ----------------------------------------
+@pytest.fixture(scope="session")
+def iam(oracle_dds: OracleDdsEnvironment) -> IamUsers:
+    """The two IAM end users of ``OAM_TEST_ORACLE_IAM_TOKENS_FILE``; skipped (with the reason
+    also kept for the run's summary, never a pass) when it is unset; fails when it is unusable."""
+    try:
+        users = iam_users()
+    except ValueError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    if users is None:
+        if IAM_NOT_TESTED not in NOT_TESTED:
+            NOT_TESTED.append(IAM_NOT_TESTED)
+        pytest.skip(IAM_NOT_TESTED)
+    return users
+
+
+def group_store(oracle_dds: OracleDdsEnvironment, iam: IamUsers) -> OracleSeeded:
+    """A seeded store whose shipped policies are also granted to the IAM group (through the
+    admin API: a data role MAPPED TO the group, carrying the store's grants)."""
+    fresh = seed(oracle_dds)
+    with oracle_dds.admin.connect() as conn:
+        grant_agent_memory_policies(conn, fresh.store_id, oracle_dds.owner_schema,
+                                    [OciGroupPrincipal(iam.group, iam.identity_provider)],
+                                    SHIPPED)
+    return fresh
+
+
+@contextmanager
+def context_store(oracle_dds: OracleDdsEnvironment, seeded: OracleSeeded,
+                  context: oracledb.EndUserSecurityContext) -> Iterator[OracleDBMemoryStore]:
+    """A NO_CHECK runtime store used inside ``context`` (any end user's)."""
+    with OracleMemoryEndUserSecurityContext(context):
+        store = no_check_store(oracle_dds, seeded, oracle_dds.runtime_pool)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+def test_identity_provider_users_get_rows_only_through_their_groups(
+        oracle_dds: OracleDdsEnvironment, iam: IamUsers) -> None:
+    """Twin of ``test_deepsec_attacks``: the group's member writes a memory of their own and
+    reads it and the global memories, nothing of ALICE's; the IAM user outside the group reads
+    nothing and writes nothing; ALICE (a local end user) still reads hers."""
+    fresh = group_store(oracle_dds, iam)
+    member = oracle_dds.end_user_of(iam.context(iam.member_token))
+    assert member is not None  # the database verified the member's token
+    with context_store(oracle_dds, fresh, iam.context(iam.member_token)) as store:
+        (note,) = store.add(["member's note"], "memory", record_ids="iam-note",
+                            embeddings=[[1.0, 0.0, 0.0]])
+        got = store.get("memory", note)
+        assert got is not None and owner_of(got) == member
+        assert memory_ids(store) == ["g1", "g2", "iam-note"]
+        assert store.get("memory", "a1") is None
+    before = owner_rows(oracle_dds, fresh)
+    try:
+        with context_store(oracle_dds, fresh, iam.context(iam.outsider_token)) as store:
+            seen = memory_ids(store)
+            with pytest.raises(OracleAgentMemoryError):
+                store.add(["outsider's note"], "memory", record_ids="x-outsider",
+                          embeddings=[[1.0, 0.0, 0.0]])
+    except OracleAgentMemoryError:  # refused as soon as the store is opened
+        seen = REFUSED
+    assert seen in ([], REFUSED), seen
+    assert owner_rows(oracle_dds, fresh) == before
+    with oracle_dds.runtime_store(fresh, ALICE) as store:  # positive control
+        assert memory_ids(store) == ["a1", "a2", "a3", "g1", "g2"]
+
+
+def test_requested_data_roles_never_widen_the_context(oracle_dds: OracleDdsEnvironment,
+                                                      iam: IamUsers) -> None:
+    """Twin of ``test_requested_data_roles_restrict_the_context`` for what Oracle documents:
+    a token context's requested ``data_roles`` switch on roles the end user may use; they never
+    give the IAM user outside the group the group's mapped role or the local end users' store
+    roles, and never give the member more than it sees without them. (Whether requesting a
+    subset *restricts* a token's mapped roles, as on PostgreSQL, is not documented; only the
+    never-wider half is asserted.)"""
+    fresh = group_store(oracle_dds, iam)
+    mapped = group_data_role(group_mapping(f"{iam.identity_provider}:{iam.group}"))
+    local_roles = [store_data_role(fresh.objects, name) for name in POLICY_BY_NAME]
+    with context_store(oracle_dds, fresh, iam.context(iam.member_token)) as store:
+        unrequested = memory_ids(store)
+    assert unrequested == ["g1", "g2"]  # positive control: the member reads through the group
+    for requested in ([mapped], local_roles, [mapped, *local_roles], ["OAM_NO_SUCH_ROLE"]):
+        try:
+            context = iam.context(iam.member_token, data_roles=requested)
+            with context_store(oracle_dds, fresh, context) as store:
+                seen = memory_ids(store)
+        except OracleAgentMemoryError:
+            seen = REFUSED
+        assert seen == REFUSED or set(seen) <= set(unrequested), (requested, seen)
+        try:
+            context = iam.context(iam.outsider_token, data_roles=requested)
+            with context_store(oracle_dds, fresh, context) as store:
+                seen = memory_ids(store)
+        except OracleAgentMemoryError:
+            seen = REFUSED
+        assert seen in ([], REFUSED), (requested, seen)
