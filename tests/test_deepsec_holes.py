@@ -699,3 +699,21 @@ def test_a_cached_verification_never_serves_another_login_on_a_reused_pid(
             with psycopg.connect(dds.superuser_url) as su:
                 su.execute("DELETE FROM oam_sec.session_cache WHERE pid = %s",
                            [conn.info.backend_pid])
+
+
+# --- an atomic block's pinned session belongs to the end user it started as ----------------------
+def test_an_atomic_block_never_lends_its_session_to_another_end_user(dds: Any) -> None:
+    """The gateway's batch runs a store's operations in one pinned session: an operation made
+    inside the block in another end user's context must not run on it as the block's user."""
+    fresh = seed(dds)
+    with dds.runtime_store(fresh.store_id, "alice") as store, store._atomic():
+        # Positive control: in the block's own context the pinned session serves her.
+        assert store.get("memory", "a1").content == "memory a1 of alice"
+        with OracleMemoryEndUserSecurityContext(dds.context("bob")):
+            with pytest.raises(EndUserContextError, match="atomic block"):
+                store.get("memory", "a1")  # would read alice's row for bob's caller
+            with pytest.raises(EndUserContextError, match="atomic block"):
+                store.add(["written in bob's context"], "memory", record_ids="x1")
+        assert store.get("memory", "a1").content == "memory a1 of alice"
+    with dds.runtime_store(fresh.store_id, "bob") as store:
+        assert store.get("memory", "x1") is None  # nothing was written for him either

@@ -107,7 +107,12 @@ class OracleDBMemoryStore(StoreWrites, StoreReads, StoreSearch, StoreRelations,
     def _session(self) -> AbstractContextManager[EngineSession]:
         pinned = _ATOMIC.get()
         if pinned is not None and pinned[0] is self:
-            self._security()  # the context rules still hold for every operation
+            # The context rules still hold for every operation, and the pinned session runs
+            # as the block's end user: an operation in another context must not borrow it.
+            if self._security() is not pinned[2]:
+                raise EndUserContextError(
+                    "an operation inside an atomic block must run in the end-user security "
+                    "context the block started in")
             return nullcontext(pinned[1])
         return self._engine.session(self._names, security=self._security())
 
@@ -122,8 +127,9 @@ class OracleDBMemoryStore(StoreWrites, StoreReads, StoreSearch, StoreRelations,
         if (pinned := _ATOMIC.get()) is not None and pinned[0] is self:
             yield
             return
+        context = self._security()
         with self._session() as session:
-            token = _ATOMIC.set((self, session))
+            token = _ATOMIC.set((self, session, context))
             try:
                 yield
             finally:
@@ -166,7 +172,7 @@ class OracleDBMemoryStore(StoreWrites, StoreReads, StoreSearch, StoreRelations,
         self.close()
 
 
-_ATOMIC: contextvars.ContextVar[tuple[OracleDBMemoryStore, EngineSession] | None] = (
+_ATOMIC: contextvars.ContextVar[tuple[OracleDBMemoryStore, EngineSession, Any] | None] = (
     contextvars.ContextVar("oracleagentmemory_atomic_session", default=None))
 
 
