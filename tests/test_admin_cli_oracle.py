@@ -10,12 +10,12 @@ embedded server checks ``store check --vector-dim`` and hybrid stores without a 
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import oracledb
 import pytest
 from cli_harness import Cli, cli, one_error, unique  # noqa: F401  (the fixture)
+from local_ports import closed_port
 from oracleagentmemory.admin_cli import check, security, store
 from oracleagentmemory.admin_cli.main import build_parser
 from oracleagentmemory.admin_cli.store_embedder import store_source
@@ -28,11 +28,6 @@ STORE_ACTIONS = ("create", "check", "upgrade", "recreate")
 UNAVAILABLE = "the database is unavailable"
 
 
-def closed_port() -> int:
-    """A local TCP port nothing listens on (bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture

@@ -8,11 +8,11 @@ pinned by the golden-file tests ``tests/test_oracle_*.py``.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import oracledb
 import pytest
+from local_ports import closed_port
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.embedders import HashingEmbedder
 from oracleagentmemory.engines.interfaces import EngineSession
@@ -20,13 +20,6 @@ from oracleagentmemory.engines.oracle.engine import OracleEngine
 from oracleagentmemory.engines.oracle.session import OracleSession
 from oracleagentmemory.engines.registry import entry_for, make_engine, recognises_context
 from oracleagentmemory.errors import DatabaseUnavailableError, InvalidArgumentTypeError
-
-
-def closed_port() -> int:
-    """A local TCP port nothing listens on (bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture

@@ -8,10 +8,9 @@ and exit status) that comes out. The statements past that point are pinned by
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from cli_harness import Cli, cli  # noqa: F401  (the fixture)
+from local_ports import closed_port
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import identities
 from oracleagentmemory.core.deepsec.admin import connect_admin
@@ -29,11 +28,6 @@ from oracleagentmemory.errors import (
 PASSWORD_ENV = "OAM_ORACLE_PASSWORD"
 
 
-def closed_port() -> int:
-    """A local TCP port nothing listens on (bound, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import socket
-
 import oracledb
 import pytest
+from local_ports import closed_port
 from oracleagentmemory.engines.oracle.url import (
     PASSWORD_ENV,
+    admin_connection,
     connect,
     is_oracle_url,
     parse_oracle_url,
 )
-from oracleagentmemory.errors import DatabaseUnavailableError, InvalidArgumentError
+from oracleagentmemory.errors import (
+    DatabaseUnavailableError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 
 
 def test_tls_url_becomes_a_tcps_easy_connect_dsn_that_oracledb_parses() -> None:
@@ -63,8 +67,16 @@ def test_is_oracle_url() -> None:
 
 
 def test_connect_to_a_closed_port_is_database_unavailable() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     with pytest.raises(DatabaseUnavailableError):
-        connect(f"oracle+tcp://alice@127.0.0.1:{port}/FREEPDB1", {PASSWORD_ENV: "x"})
+        connect(f"oracle+tcp://alice@127.0.0.1:{closed_port()}/FREEPDB1", {PASSWORD_ENV: "x"})
+
+
+def test_an_admin_connection_is_an_oracledb_connection_or_an_oracle_url(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(InvalidArgumentTypeError, match="oracle:// URL of the store's owner"):
+        admin_connection("postgresql://owner@localhost/db", "the store's owner")
+    with pytest.raises(InvalidArgumentTypeError, match="got int"):
+        admin_connection(7, "the store's owner")
+    monkeypatch.setenv(PASSWORD_ENV, "x")
+    with pytest.raises(DatabaseUnavailableError):  # positive control: a URL is connected to
+        admin_connection(f"oracle+tcp://owner@127.0.0.1:{closed_port()}/FREEPDB1", "the owner")

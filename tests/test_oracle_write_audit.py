@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import socket
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import pytest
 import sqlglot
 from cli_harness import Cli, cli, one_error
 from golden_files import assert_matches_golden, golden_text
+from local_ports import closed_port
 from oracleagentmemory.core.deepsec.audit_chain import GENESIS, chain_hash
 from oracleagentmemory.engines.identifiers import MANAGED_TABLES
 from oracleagentmemory.engines.oracle import audit_sql
@@ -359,10 +359,6 @@ def test_rows_come_back_as_the_contracts_rows_in_utc() -> None:
 
 
 # --- dispatch and the CLI -----------------------------------------------------------------------
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_the_oracle_admin_implements_the_whole_contract() -> None:

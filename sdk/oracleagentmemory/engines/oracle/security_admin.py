@@ -53,7 +53,7 @@ from oracleagentmemory.engines.oracle.context import seen_username
 from oracleagentmemory.engines.oracle.driver_errors import error_info, translate
 from oracleagentmemory.engines.oracle.names import OracleObjects, derive_store_names, normalise
 from oracleagentmemory.engines.oracle.statement import Statement
-from oracleagentmemory.engines.oracle.url import connect, is_oracle_url
+from oracleagentmemory.engines.oracle.url import admin_connection
 from oracleagentmemory.engines.security_admin import (
     ApplicationInfo,
     DataRoleGrant,
@@ -65,7 +65,6 @@ from oracleagentmemory.errors import (
     DatabaseError,
     EndUserContextError,
     InvalidArgumentError,
-    InvalidArgumentTypeError,
     UnsupportedFeatureError,
 )
 
@@ -112,13 +111,8 @@ class OracleSecurityAdmin(SecurityAdmin):
     def for_connection(cls, connection: object) -> OracleSecurityAdmin:
         """Bind to an ``oracledb.Connection`` (left open) or connect to an ``oracle://`` URL
         (closed on exit; an unreachable database raises ``DatabaseUnavailableError``)."""
-        if isinstance(connection, str) and is_oracle_url(connection):
-            return cls(connect(connection), owned=True)
-        if isinstance(connection, oracledb.Connection):
-            return cls(connection, owned=False)
-        raise InvalidArgumentTypeError(
-            "connection must be an oracledb Connection or an oracle:// URL of the admin "
-            f"identity, got {type(connection).__name__}", argument="connection")
+        conn, owned = admin_connection(connection, "the admin identity")
+        return cls(conn, owned=owned)
 
     # --- running statements ----------------------------------------------------------------
     def _rows(self, statement: Statement) -> list[tuple[Any, ...]]:

@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 import oracledb
 
 from oracleagentmemory.engines.oracle.driver_errors import translate
-from oracleagentmemory.errors import InvalidArgumentError
+from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 SCHEMES = ("oracle", "oracle+tcps", "oracle+tcp")
 """The URL schemes of the Oracle engine."""
@@ -99,3 +99,17 @@ def connect(url: str, environ: Mapping[str, str] | None = None) -> oracledb.Conn
         return oracledb.connect(**arguments)
     except oracledb.Error as exc:
         raise translate(exc) from exc
+
+
+def admin_connection(source: object, identity: str) -> tuple[oracledb.Connection, bool]:
+    """The connection an admin object works on, and whether it owns it: ``source`` itself (an
+    ``oracledb.Connection``, left open), or one opened by :func:`connect` for an ``oracle://``
+    URL (the caller closes it). ``identity`` names who must connect, for the error."""
+    if is_oracle_url(source):
+        assert isinstance(source, str)
+        return connect(source), True
+    if isinstance(source, oracledb.Connection):
+        return source, False
+    raise InvalidArgumentTypeError(
+        f"connection must be an oracledb Connection or an oracle:// URL of {identity}, got "
+        f"{type(source).__name__}", argument="connection")

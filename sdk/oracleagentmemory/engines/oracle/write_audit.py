@@ -43,7 +43,7 @@ from oracleagentmemory.engines.oracle.binds import utc_from_fetch
 from oracleagentmemory.engines.oracle.driver_errors import error_info, translate
 from oracleagentmemory.engines.oracle.names import OracleObjects
 from oracleagentmemory.engines.oracle.statement import Statement
-from oracleagentmemory.engines.oracle.url import connect
+from oracleagentmemory.engines.oracle.url import admin_connection
 from oracleagentmemory.engines.write_audit import (
     AuditInstallation,
     AuditRow,
@@ -56,7 +56,6 @@ from oracleagentmemory.errors import (
     DatabaseError,
     EndUserContextError,
     InvalidArgumentError,
-    InvalidArgumentTypeError,
     MemoryStoreSchemaError,
     OperationTimeoutError,
 )
@@ -111,13 +110,8 @@ class OracleWriteAuditAdmin(WriteAuditAdmin):
     def for_connection(cls, connection: object) -> OracleWriteAuditAdmin:
         """Bind to an ``oracledb.Connection`` (left open) or connect to an ``oracle://`` URL
         (closed by :meth:`close`)."""
-        if isinstance(connection, str):
-            return cls(connect(connection), owned=True)
-        if not isinstance(connection, oracledb.Connection):
-            raise InvalidArgumentTypeError(
-                "connection must be an oracledb Connection or an oracle:// URL of the store's "
-                f"schema owner, got {type(connection).__name__}", argument="connection")
-        return cls(connection, owned=False)
+        conn, owned = admin_connection(connection, "the store's schema owner")
+        return cls(conn, owned=owned)
 
     @property
     def connection(self) -> oracledb.Connection:
