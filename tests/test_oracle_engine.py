@@ -8,6 +8,7 @@ pinned by the golden-file tests ``tests/test_oracle_*.py``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import oracledb
@@ -53,6 +54,23 @@ def test_a_store_on_an_unreachable_database_raises_the_typed_unavailable_error(
 def test_the_engine_refuses_what_is_not_an_oracledb_pool_or_connection() -> None:
     with pytest.raises(InvalidArgumentTypeError):
         OracleEngine(object())
+
+
+def test_an_async_pool_is_refused_with_the_way_to_the_async_methods() -> None:
+    async def refused() -> str:
+        pool = oracledb.create_pool_async(user="oam_app", password="not-used",
+                                          dsn=f"127.0.0.1:{closed_port()}/FREEPDB1", min=0,
+                                          max=1)
+        try:
+            with pytest.raises(InvalidArgumentTypeError) as refusal:
+                OracleDBMemoryStore(None, pool, schema_policy=SchemaPolicy.REQUIRE_EXISTING,
+                                    memory_store_id="probe", schema_owner="oam_owner")
+            return str(refusal.value)
+        finally:
+            await pool.close()
+
+    message = asyncio.run(refused())
+    assert "AsyncConnectionPool" in message and "*_async methods" in message
 
 
 def test_an_oracledb_context_is_recognised_and_a_foreign_object_is_not() -> None:

@@ -92,9 +92,13 @@ class OracleEngine(Engine):
                                               min=URL_POOL_MIN, max=URL_POOL_MAX, increment=1)
             self._owns_pool = True
         else:
+            hint = ("; the SDK's *_async methods run on a synchronous pool (in worker "
+                    "threads): pass oracledb.create_pool(...)"
+                    if isinstance(source, (oracledb.AsyncConnection, oracledb.AsyncConnectionPool))
+                    else "")
             raise InvalidArgumentTypeError(
                 "pool must be an oracledb ConnectionPool or Connection, or an oracle:// URL, "
-                f"got {type(source).__name__}", argument="pool")
+                f"got {type(source).__name__}{hint}", argument="pool")
 
     @contextmanager
     def session(self, names: StoreNames, security: Any | None = None) -> Iterator[OracleSession]:
