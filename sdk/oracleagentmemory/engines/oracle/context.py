@@ -35,15 +35,15 @@ ID end-user token it is the token's ``sub`` (OCI IAM) or ``upn`` (Entra ID) clai
 (Oracle Deep Data Security Guide, 18.5.1).
 
 Not run against a live database: no Oracle database is reachable where this was written. The
-logic is type-checked against python-oracledb's real ``Connection`` and ``AsyncConnection``
-(see the end of this module); its sequence is not unit-tested, because a stand-in connection
+logic is type-checked against python-oracledb's real ``Connection`` (see the end of this
+module); its sequence is not unit-tested, because a stand-in connection
 would have to imitate what the driver and the database answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -118,24 +118,6 @@ class ContextConnection(Protocol):
     def cursor(self) -> ContextCursor: ...
 
 
-class AsyncContextCursor(Protocol):
-    async def execute(self, statement: str) -> Any: ...
-    async def fetchone(self) -> Any: ...
-    def close(self) -> None: ...
-
-
-class AsyncContextConnection(Protocol):
-    """The methods of :class:`oracledb.AsyncConnection` this module uses."""
-
-    @property
-    def stmtcachesize(self) -> int: ...
-    @stmtcachesize.setter
-    def stmtcachesize(self, value: int) -> None: ...
-    def set_end_user_security_context(self, context: oracledb.EndUserSecurityContext) -> None: ...
-    def clear_end_user_security_context(self) -> None: ...
-    def cursor(self) -> AsyncContextCursor: ...
-
-
 @dataclass(frozen=True)
 class AttachedContext:
     """An attached, verified context: the end user the database reported, and the statement
@@ -145,7 +127,7 @@ class AttachedContext:
     statement_cache_size: int
 
 
-# --- the steps, shared by the sync and async paths ---------------------------------------------
+# --- the steps ------------------------------------------------------------------------------
 def _check_context(context: object) -> None:
     if not recognises_context(context):
         raise SecurityContextError(
@@ -179,7 +161,7 @@ def _refuse_leftover(seen: str | None) -> None:
             "connection must be discarded")
 
 
-def _prepare(conn: ContextConnection | AsyncContextConnection, context: object,
+def _prepare(conn: ContextConnection, context: object,
              expected: str | None) -> int:
     """Validate, turn statement caching off and set the context; the saved cache size."""
     _check_context(context)
@@ -193,7 +175,6 @@ def _prepare(conn: ContextConnection | AsyncContextConnection, context: object,
     return saved
 
 
-# --- sync ----------------------------------------------------------------------------------------
 def _query_username(conn: ContextConnection) -> str | None:
     cursor = conn.cursor()
     try:
@@ -229,7 +210,6 @@ def release_context(conn: ContextConnection, attached: AttachedContext) -> None:
 
 
 C = TypeVar("C", bound=ContextConnection)
-A = TypeVar("A", bound=AsyncContextConnection)
 
 
 @contextmanager
@@ -258,71 +238,6 @@ def attached_context(conn: C, context: object, expected_username: str | None, *,
         raise
 
 
-# --- async ---------------------------------------------------------------------------------------
-async def _query_username_async(conn: AsyncContextConnection) -> str | None:
-    cursor = conn.cursor()
-    try:
-        await cursor.execute(USERNAME_QUERY)
-        row = await cursor.fetchone()
-    finally:
-        cursor.close()
-    return seen_username(row[0] if row else None)
-
-
-async def apply_context_async(conn: AsyncContextConnection, context: object,
-                              expected_username: str | None) -> AttachedContext:
-    """:func:`apply_context` on an :class:`oracledb.AsyncConnection`."""
-    try:
-        saved = _prepare(conn, context, expected_username)
-        seen = await _query_username_async(conn)
-    except oracledb.Error as exc:
-        raise _failure(exc) from exc
-    return _accept(seen, expected_username, saved)
-
-
-async def release_context_async(conn: AsyncContextConnection, attached: AttachedContext) -> None:
-    """:func:`release_context` on an :class:`oracledb.AsyncConnection`."""
-    try:
-        conn.clear_end_user_security_context()
-        _refuse_leftover(await _query_username_async(conn))
-        conn.stmtcachesize = attached.statement_cache_size
-    except oracledb.Error as exc:
-        raise translate(exc) from exc
-
-
-@asynccontextmanager
-async def attached_context_async(conn: A, context: object, expected_username: str | None, *,
-                                 discard: Callable[[A], Any]) -> AsyncIterator[AttachedContext]:
-    """:func:`attached_context` on an :class:`oracledb.AsyncConnection`; ``discard`` may return
-    an awaitable (``AsyncConnectionPool.drop``), which is awaited."""
-    async def drop() -> None:
-        result = discard(conn)
-        if hasattr(result, "__await__"):
-            await result
-
-    try:
-        attached = await apply_context_async(conn, context, expected_username)
-    except BaseException:
-        await drop()
-        raise
-    try:
-        yield attached
-    except BaseException:
-        try:
-            await release_context_async(conn, attached)
-        except BaseException:  # noqa: BLE001  (the work's error is the one to report)
-            await drop()
-        raise
-    try:
-        await release_context_async(conn, attached)
-    except BaseException:
-        await drop()
-        raise
-
-
 if TYPE_CHECKING:  # mypy checks that the driver's real classes offer what the logic uses
     def _sync_driver_conforms(conn: oracledb.Connection) -> ContextConnection:
-        return conn
-
-    def _async_driver_conforms(conn: oracledb.AsyncConnection) -> AsyncContextConnection:
         return conn

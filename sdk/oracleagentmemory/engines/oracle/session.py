@@ -37,7 +37,6 @@ from oracleagentmemory.engines.interfaces import (
     SearchPlan,
     UpdatePlan,
 )
-from oracleagentmemory.engines.layout import TABLE_OF_TYPE
 from oracleagentmemory.engines.oracle import (
     deletes,
     hybrid,
@@ -367,7 +366,3 @@ class OracleSession(EngineSession):
             return None
         return [relations.relation_row(r) for r in rows]
 
-
-def table_of(record_type: str) -> str:
-    """The logical table holding records of ``record_type``."""
-    return TABLE_OF_TYPE[record_type]
