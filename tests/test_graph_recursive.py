@@ -238,10 +238,10 @@ def counted_statements(conn: psycopg.Connection[Any]) -> Iterator[Callable[[], i
                                and line.split("\t")[2:3] in (["Bind"], ["Query"])))
 
 
+@pytest.mark.not_on_engine(
+    "oracle", reason="counts statements with libpq's protocol trace on a psycopg connection")
 def test_the_expansion_sends_two_statements_instead_of_two_per_hop(
-        make_store: StoreFactory, engine_name: str) -> None:
-    if engine_name != "postgresql":
-        pytest.skip("statements are counted with libpq's protocol trace (PostgreSQL only)")
+        make_store: StoreFactory) -> None:
     store = make_store(vector_dim=3)
     for record_id in "abcde":
         add(store, record_id, Q if record_id == "a" else None)
