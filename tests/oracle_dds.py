@@ -71,6 +71,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import oracledb
+import pytest
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import (
     LocalEndUserPrincipal,
@@ -418,3 +419,18 @@ def setup_environment() -> OracleDdsEnvironment:
         runtime_pool=oracledb.create_pool(user=runtime.user, password=runtime.password,
                                           dsn=runtime.dsn, min=1, max=RUNTIME_POOL_MAX,
                                           increment=1))
+
+
+
+def environment_or_fail() -> Iterator[OracleDdsEnvironment]:
+    """A fixture body: the environment, closed afterwards; a database that cannot run Deep Data
+    Security fails the test with the probe's reason (never skips it)."""
+    reason: str | None = None
+    try:
+        env = setup_environment()
+    except RuntimeError as exc:
+        reason = str(exc)
+    if reason is not None:
+        pytest.fail(reason, pytrace=False)
+    yield env
+    env.close()

@@ -70,9 +70,9 @@ from oracle_dds import (
     OracleSeeded,
     describe,
     end_user_context,
+    environment_or_fail,
     iam_users,
     read_access_token,
-    setup_environment,
 )
 from oracleagentmemory.core import (
     MemoryExtractionConfig,
@@ -168,15 +168,7 @@ assert set(SNAPSHOT_COLUMNS) == set(MANAGED_TABLES)
 @pytest.fixture(scope="session")
 def oracle_dds() -> Iterator[OracleDdsEnvironment]:
     """The Oracle environment; fails (never skips) with the probe's reason."""
-    reason: str | None = None
-    try:
-        env = setup_environment()
-    except RuntimeError as exc:
-        reason = str(exc)
-    if reason is not None:
-        pytest.fail(reason, pytrace=False)
-    yield env
-    env.close()
+    yield from environment_or_fail()
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 import oracledb
 import pytest
-from oracle_dds import ADMIN_DSN, OracleDdsEnvironment, OracleSeeded, setup_environment
+from oracle_dds import ADMIN_DSN, OracleDdsEnvironment, OracleSeeded, environment_or_fail
 
 if not os.environ.get(ADMIN_DSN):  # conftest.ORACLE_ONLY_MODULES leaves it out before this
     pytest.skip(f"Oracle write audit not tested: {ADMIN_DSN} is not set (tests/oracle_dds.py)",
@@ -52,15 +52,7 @@ BLOCKCHAIN_REFUSAL = 5715  # ORA-05715: operation not allowed on the blockchain 
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[OracleDdsEnvironment]:
-    reason: str | None = None
-    try:
-        environment = setup_environment()
-    except RuntimeError as exc:
-        reason = str(exc)
-    if reason is not None:
-        pytest.fail(reason, pytrace=False)
-    yield environment
-    environment.close()
+    yield from environment_or_fail()
 
 
 @pytest.fixture(scope="module")
