@@ -246,3 +246,16 @@ def test_postgresql_hybrid_needs_no_model_and_check_compares_the_dimension(
     other = cli("store", "check", "--memory-store-id", store_id, "--vector-dim", "5",
                 "--url", dds.owner_url)
     one_error(other, 1, "vector_dim=5 does not match the stored vector dimension 3")
+
+
+@pytest.mark.parametrize("scheme", ["oracle", "oracle+tcp"])
+def test_an_oracle_url_with_a_password_is_refused_and_not_echoed(
+        cli: Cli, scheme: str) -> None:  # noqa: F811
+    result = cli("--url", f"{scheme}://oam_owner:s3cret@127.0.0.1:{closed_port()}/FREEPDB1",
+                 *store_args("check"))
+    refused_before_connecting(result, "--url must not contain a password")
+    assert "OAM_ORACLE_PASSWORD" in result.err and "s3cret" not in result.err + result.out
+    # Positive control: the same URL without its password gets past the check to the database.
+    bare = cli("--url", f"{scheme}://oam_owner@127.0.0.1:{closed_port()}/FREEPDB1",
+               *store_args("check"), env={"OAM_ORACLE_PASSWORD": "x"})
+    assert bare.code == 1 and UNAVAILABLE in bare.err
