@@ -17,7 +17,7 @@ from oracleagentmemory.core import OracleAgentMemory
 from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from oam_gateway.limits import LimitSettings
 from oam_gateway.middleware_auth import principal_of
@@ -114,8 +114,10 @@ class Call:
 
 
 def json_response(model: BaseModel, status: int = 200) -> Response:
-    """``model`` as a JSON response (``None`` fields left out)."""
-    return JSONResponse(model.model_dump(mode="json", exclude_none=True), status_code=status)
+    """``model`` as a JSON response (``None`` fields left out), serialised by pydantic in one
+    call (no intermediate Python objects)."""
+    return Response(model.model_dump_json(exclude_none=True), status_code=status,
+                    media_type="application/json")
 
 
 def route_handler(endpoint: Endpoint, tenants: Tenants, limits: LimitSettings,
