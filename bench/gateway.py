@@ -19,6 +19,11 @@ threads). Then both at one connection, for the per-call latency the gateway adds
 - p50 direct). With ``--audit``, ``add`` is measured with the store's write audit off and on,
 alternating.
 
+For each run at ``--connections`` the bench also says where the CPU went, per request: the
+gateway's processes, the database server's and the load generator's (``/proc`` counters of
+those process trees only), next to the direct run's (this process and the server), with how busy
+the machine was and the requests/s that CPU per request allows were every core busy with it.
+
 Goals (issue 11), this 2-core machine, 10k memories per user: at least 1,200 ``get``/s, at least
 300 ``search``/s, gateway p50 overhead at most 1 ms over the direct call, audit on/off at most
 1.15x.
@@ -34,9 +39,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -56,6 +63,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from _cpu import cpu_since, machine_ticks, server_pid, tree_cpu  # noqa: E402
 from _embedded import add_server_arguments, bench_server  # noqa: E402
 from dds import AUDIENCE, GROUP, IDP, ISSUER, OWNER, DdsEnvironment, setup_environment  # noqa: E402
 from oam_gateway.rest_memories import memory  # noqa: E402
@@ -132,10 +140,19 @@ def write_settings(env: DdsEnvironment, store_id: str, directory: Path, pool: in
     return settings
 
 
+@dataclass(frozen=True)
+class GatewayProcess:
+    """A running ``oam-gateway serve``: its base URL and its process id."""
+
+    base: str
+    pid: int
+
+
 @contextmanager
 def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: int,
-                    embedder: str, dimension: int, workers: int = 1) -> Iterator[str]:
-    """``oam-gateway serve`` for the store, on a free port; yields its base URL."""
+                    embedder: str, dimension: int, workers: int = 1
+                    ) -> Iterator[GatewayProcess]:
+    """``oam-gateway serve`` for the store, on a free port."""
     settings = write_settings(env, store_id, directory, pool, embedder, dimension)
     port = _free_port()
     command = [str(Path(sys.executable).with_name("oam-gateway")), "serve", "--settings",
@@ -160,7 +177,7 @@ def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: i
             if time.monotonic() > deadline:
                 raise RuntimeError("the gateway did not start in 120 s")
             time.sleep(0.1)
-        yield base
+        yield GatewayProcess(base, process.pid)
     finally:
         process.terminate()
         try:
@@ -207,6 +224,50 @@ def run_of(latencies: list[float], errors: int, seconds: float) -> Run:
     return Run(len(values) / seconds, _percentile(values, 0.50) * 1e3,
                _percentile(values, 0.95) * 1e3, _percentile(values, 0.99) * 1e3, errors,
                len(values))
+
+
+@dataclass(frozen=True)
+class CpuSplit:
+    """Where the machine's CPU went during one gateway run, per request (microseconds)."""
+
+    gateway_us: float | None
+    """The gateway's processes (every worker); None when not visible."""
+    database_us: float | None
+    """The database server's processes; None when the server is not on this machine."""
+    load_us: float
+    """The load generator (``wrk``, or this process when it drives the load)."""
+    machine_busy: float
+    """How busy the machine's cores were, 0 to 1."""
+
+    def total_us(self) -> float | None:
+        if self.gateway_us is None or self.database_us is None:
+            return None
+        return self.gateway_us + self.database_us + self.load_us
+
+
+def _own_cpu() -> float:
+    """CPU seconds of this process and of its ended children (``wrk``)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), \
+        resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def with_cpu(run: Callable[[], Run], gateway_pid: int | None, postmaster: int | None
+             ) -> tuple[Run, CpuSplit]:
+    """``run()`` and the CPU each side spent on its requests meanwhile (``gateway_pid`` None:
+    a direct run, whose SDK calls are this process's own CPU, reported as the load's)."""
+    gateway_before, database_before = tree_cpu(gateway_pid), tree_cpu(postmaster)
+    own_before, (busy_before, total_before) = _own_cpu(), machine_ticks()
+    result = run()
+    busy, total = machine_ticks()
+    per_request = 1e6 / max(1, result.requests)
+    gateway = cpu_since(gateway_before, tree_cpu(gateway_pid))
+    database = cpu_since(database_before, tree_cpu(postmaster))
+    return result, CpuSplit(
+        None if gateway is None else gateway * per_request,
+        None if database is None else database * per_request,
+        (_own_cpu() - own_before) * per_request,
+        (busy - busy_before) / max(1, total - total_before))
 
 
 # --- the requests -------------------------------------------------------------------------------
@@ -448,21 +509,35 @@ def main(argv: list[str] | None = None) -> int:
         work = Workload(tokens, ids, rng)
         directory = Path(tmp)
         results: dict[tuple[str, str, int], Run] = {}
+        with psycopg.connect(url) as conn:
+            postmaster = server_pid(conn)
+        cpu: dict[str, CpuSplit] = {}
+        direct_cpu: dict[str, CpuSplit] = {}
         with gateway_process(env, store_id, directory, args.pool, args.embedder,
-                             dimension, args.workers) as base, \
+                             dimension, args.workers) as gateway, \
                 direct_client(env, store_id, args.pool, args.embedder, dimension) as client:
+            base = gateway.base
             for op in ops:
                 for connections in (args.connections, 1):
                     warm = min(2.0, args.seconds)
                     _gateway_run(base, op, work, connections, warm, directory, use_wrk)
-                    results[("gateway", op, connections)] = _gateway_run(
-                        base, op, work, connections, args.seconds, directory, use_wrk)
+                    run, split = with_cpu(functools.partial(
+                        _gateway_run, base, op, work, connections, args.seconds, directory,
+                        use_wrk), gateway.pid, postmaster)
+                    results[("gateway", op, connections)] = run
+                    if connections == args.connections:
+                        cpu[op] = split
                     run_direct(op, client, env.token, work, connections, warm)
-                    results[("direct", op, connections)] = run_direct(
-                        op, client, env.token, work, connections, args.seconds)
+                    run, split = with_cpu(functools.partial(
+                        run_direct, op, client, env.token, work, connections, args.seconds),
+                        None, postmaster)
+                    results[("direct", op, connections)] = run
+                    if connections == args.connections:
+                        direct_cpu[op] = split
             audit = _audit_runs(env, store_id, base, work, args, directory, use_wrk) \
                 if args.audit else None
         _report(results, ops, args.connections, audit)
+        _report_cpu(cpu, direct_cpu, args.connections)
     return 0
 
 
@@ -519,6 +594,28 @@ def _report(results: dict[tuple[str, str, int], Run], ops: list[str], connection
         p50_on = statistics.median(r.p50 for r in audit["on"])
         print(f"audit: add {off:.0f}/s off, {on:.0f}/s on: {off / on:.2f}x time per request "
               f"(p50 {p50_off:.2f} vs {p50_on:.2f} ms; goal <= {GOALS['audit_ratio']}x)")
+
+
+def _report_cpu(cpu: dict[str, CpuSplit], direct: dict[str, CpuSplit],
+                connections: int) -> None:
+    """Where the CPU of each run at ``connections`` went, and the throughput that CPU allows
+    were every core busy with it."""
+    cores = os.cpu_count() or 1
+    print(f"\nCPU per request at {connections} connections (microseconds; {cores} cores):")
+    for op, split in cpu.items():
+        gateway = "n/a" if split.gateway_us is None else f"{split.gateway_us:.0f}"
+        database = "n/a" if split.database_us is None else f"{split.database_us:.0f}"
+        total = split.total_us()
+        ceiling = "" if not total else f"; {cores} cores allow at most {cores / total * 1e6:.0f}/s"
+        print(f"  {op:<8} gateway: gateway {gateway}, database {database}, load generator "
+              f"{split.load_us:.0f}; machine {split.machine_busy:.0%} busy{ceiling}")
+        if op in direct:
+            own = direct[op]
+            database = "n/a" if own.database_us is None else f"{own.database_us:.0f}"
+            ceiling = ("" if own.database_us is None else f"; {cores} cores allow at most "
+                       f"{cores / (own.load_us + own.database_us) * 1e6:.0f}/s")
+            print(f"  {'':<8} direct:  SDK process {own.load_us:.0f}, database {database}; "
+                  f"machine {own.machine_busy:.0%} busy{ceiling}")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import glob
 import os
 import resource
 import sys
@@ -43,6 +42,7 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _cpu import cpu_since, server_pid, tree_cpu  # noqa: E402
 from _embedded import bench_server  # noqa: E402
 from dds import AUDIENCE, GROUP, IDP, setup_environment  # noqa: E402
 from oam_gateway.app import create_app  # noqa: E402
@@ -58,7 +58,6 @@ from oracleagentmemory.engines.postgres.context_sql import context_transaction  
 
 from gateway import direct_client, load_store, write_settings  # noqa: E402
 
-_TICKS = os.sysconf("SC_CLK_TCK")
 POSTMASTER: list[int | None] = [None]
 """The pid of the bench's server (set in :func:`main`)."""
 
@@ -69,60 +68,17 @@ def process_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _proc_stat(pid: int | str) -> list[str] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (None: no such process)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            stat = handle.read()
-    except OSError:
-        return None  # the process ended meanwhile
-    return stat.rsplit(")", 1)[1].split()
-
-
-def server_pid(conn: psycopg.Connection[Any]) -> int | None:
-    """The postmaster of the server ``conn`` talks to (the parent of its backend), when that
-    server runs on this machine."""
-    row = conn.execute("SELECT pg_backend_pid()").fetchone()
-    fields = _proc_stat(row[0]) if row else None
-    return int(fields[1]) if fields else None
-
-
-def postgres_cpu(postmaster: int | None) -> dict[int, int] | None:
-    """CPU ticks by process of the server ``postmaster`` and its backends (None: not visible).
-
-    Only that server counts: other PostgreSQL servers on the machine (a test suite running
-    meanwhile) would otherwise add their CPU, and their exiting processes subtract it.
-    """
-    if postmaster is None:
-        return None
-    ticks: dict[int, int] = {}
-    for path in glob.glob("/proc/[0-9]*/stat"):
-        pid = int(path.split("/")[2])
-        fields = _proc_stat(pid)
-        if fields is not None and (pid == postmaster or int(fields[1]) == postmaster):
-            ticks[pid] = int(fields[11]) + int(fields[12])  # utime, stime
-    return ticks or None
-
-
-def cpu_since(before: dict[int, int] | None, after: dict[int, int] | None) -> float | None:
-    """CPU seconds the server's processes spent between two :func:`postgres_cpu` snapshots
-    (a backend that started meanwhile counts from zero; one that ended is not counted)."""
-    if before is None or after is None:
-        return None
-    return sum(t - before.get(pid, 0) for pid, t in after.items()) / _TICKS
-
-
 def per_call(work: Callable[[], Any], iterations: int) -> tuple[float, float, float | None]:
     """Wall, client CPU and database CPU per call of ``work`` (microseconds), after a warm-up."""
     for _ in range(max(1, iterations // 10)):
         work()
-    pg_before, cpu_before, started = postgres_cpu(POSTMASTER[0]), process_cpu(), \
+    pg_before, cpu_before, started = tree_cpu(POSTMASTER[0]), process_cpu(), \
         time.perf_counter()
     for _ in range(iterations):
         work()
     wall = time.perf_counter() - started
     cpu = process_cpu() - cpu_before
-    pg = cpu_since(pg_before, postgres_cpu(POSTMASTER[0]))
+    pg = cpu_since(pg_before, tree_cpu(POSTMASTER[0]))
     scale = 1e6 / iterations
     return wall * scale, cpu * scale, None if pg is None else pg * scale
 

@@ -41,3 +41,16 @@ def test_a_small_run_measures_every_operation_without_errors(
     assert all(errors == "0" for *_, errors in rows), out
     assert re.search(r"^goal get: \d+/s", out, re.MULTILINE), out
     assert re.search(r"^audit: add \d+/s off, \d+/s on", out, re.MULTILINE), out
+    # Where the CPU went, per operation: the gateway's processes, the database server's and the
+    # load generator's, next to the direct calls' (this process and the server).
+    gateway_cpu = re.findall(r"^  (get|search|add) +gateway: gateway (\d+), database (\d+), "
+                             r"load generator (\d+); machine \d+% busy; \d+ cores allow at "
+                             r"most \d+/s$", out, re.MULTILINE)
+    direct_cpu = re.findall(r"^ +direct: +SDK process (\d+), database (\d+); machine \d+% busy",
+                            out, re.MULTILINE)
+    assert [op for op, *_ in gateway_cpu] == ["get", "search", "add"], out
+    assert len(direct_cpu) == 3, out
+    # Each side did work that the counters saw (summed: one short run may fall under a tick).
+    assert sum(int(gateway) for _, gateway, _, _ in gateway_cpu) > 0, out
+    assert sum(int(database) for _, _, database, _ in gateway_cpu) > 0, out
+    assert sum(int(own) for own, _ in direct_cpu) > 0, out
