@@ -625,3 +625,21 @@ def test_check_reports_what_a_runtime_login_changed_on_itself(cli: Cli, dds: Any
     assert f"runtime login {login}: has BYPASSRLS" in cli("check", *url).out
     with psycopg.connect(dds.superuser_url, autocommit=True) as conn:
         conn.execute(f"DROP ROLE {login}".encode())
+
+
+def test_check_on_a_database_without_deep_data_security_reports_it(cli: Cli, dds: Any) -> None:
+    # A database where nothing protects the rows is not "no drift": the check says so, fails.
+    name = unique("nodds")
+    with psycopg.connect(dds.superuser_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}".encode())
+    try:
+        bare = urlsplit(dds.superuser_url)._replace(path=f"/{name}").geturl()
+        result = cli("check", "--url", bare)
+        assert result.code == 1, result
+        assert "Deep Data Security is not installed in this database" in result.out, result
+        # Positive control: the database with the security schema has no such finding.
+        installed = cli("check", "--url", dds.secadmin_url)
+        assert "Deep Data Security is not installed" not in installed.out, installed
+    finally:
+        with psycopg.connect(dds.superuser_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)".encode())

@@ -2,7 +2,8 @@
 
 A runtime login can change its own password and role-level settings (PostgreSQL); the database
 cannot forbid it, so the admin checks for it. On Oracle it reports what a runtime login holds
-beyond its two privileges (system privileges, roles, object privileges, owned objects). Exit
+beyond its two privileges (system privileges, roles, object privileges, owned objects). A
+database without Deep Data Security is reported too (nothing there protects any row). Exit
 status 1 when anything is found.
 """
 

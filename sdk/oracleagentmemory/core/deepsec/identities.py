@@ -246,11 +246,22 @@ def drop_runtime_login(connection: object, login: str) -> None:
         admin.drop_runtime_login(runtime_login)
 
 
+NOT_INSTALLED_FINDING = (
+    "Deep Data Security is not installed in this database: no data grant protects any store's "
+    "rows (PostgreSQL: install a store's policies with oam-admin policies add; Oracle: the "
+    "database must support Deep Data Security, see deploy/oracle/README.md)")
+"""The finding of :func:`runtime_login_drift` on a database without Deep Data Security."""
+
+
 def runtime_login_drift(connection: object) -> list[str]:
     """One line per change found on runtime logins and applications (empty when none).
 
     A runtime login may alter its own password and role-level settings; the database cannot
-    forbid it, so the admin checks.
+    forbid it, so the admin checks. A database without Deep Data Security is a finding too
+    (:data:`NOT_INSTALLED_FINDING`): nothing there would stop a runtime login from reading every
+    row, so "no drift" would mislead.
     """
     with admin_transaction(connection, "runtime_login_drift") as admin:
-        return admin.runtime_login_drift() if admin.security_schema_installed() else []
+        if not admin.security_schema_installed():
+            return [NOT_INSTALLED_FINDING]
+        return admin.runtime_login_drift()
