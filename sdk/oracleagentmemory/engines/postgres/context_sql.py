@@ -8,6 +8,7 @@ from typing import Any
 
 import psycopg
 from psycopg import generators, pq
+from psycopg.abc import PQGen
 from psycopg.pq import TransactionStatus
 
 from oracleagentmemory.errors import SecurityContextError
@@ -166,17 +167,23 @@ def _ended(results: list[pq.abc.PGresult], command: str) -> bool:
 def _results(conn: psycopg.Connection[Any], pipeline: bool) -> list[pq.abc.PGresult]:
     """Send what is queued and collect one result per statement.
 
-    Through psycopg's own non-blocking generators and its wait loop (which releases the GIL, as
-    a blocking libpq call would not while this backend waits, say, for a lock another thread's
-    transaction holds). In pipeline mode the results end with the sync point.
+    One wait for the whole round trip (:func:`_round_trip`), through psycopg's own non-blocking
+    generators and the connection's wait loop (which releases the GIL, as a blocking libpq call
+    would not while this backend waits, say, for a lock another thread's transaction holds; and
+    which a gateway's connection awaits on its event loop, where every wait costs a switch).
     """
-    pgconn = conn.pgconn
-    conn.wait(generators.send(pgconn))
+    return conn.wait(_round_trip(conn.pgconn, pipeline))
+
+
+def _round_trip(pgconn: pq.abc.PGconn, pipeline: bool) -> PQGen[list[pq.abc.PGresult]]:
+    """Flush what is queued, then read every result; in pipeline mode up to the sync point."""
+    yield from generators.send(pgconn)
     if not pipeline:
-        return conn.wait(generators.fetch_many(pgconn))
+        fetched: list[pq.abc.PGresult] = yield from generators.fetch_many(pgconn)
+        return fetched
     results: list[pq.abc.PGresult] = []
     while True:
-        batch = conn.wait(generators.fetch_many(pgconn))
+        batch: list[pq.abc.PGresult] = yield from generators.fetch_many(pgconn)
         if batch and batch[-1].status == pq.ExecStatus.PIPELINE_SYNC:
             return results
         if not batch and pgconn.status == pq.ConnStatus.BAD:
