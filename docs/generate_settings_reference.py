@@ -153,8 +153,9 @@ REPLICA_ROWS = [
     ("state", "where it lives"),
     ("records, policies, identities, audit", "the database: shared by every replica"),
     ("rate-limit counters", "`limits.rate_limit_storage_uri`: per replica with `memory://` "
-     "(each replica allows `rate_limit`, so a user may reach replicas x `rate_limit`); shared "
-     "with `redis://...`"),
+     "(each replica allows `rate_limit`, so a user may reach replicas x `rate_limit`; each "
+     "worker of `oam-gateway serve --workers N` counts as a replica); shared with "
+     "`redis://...`"),
     ("connection pools", "per replica, per tenant: the database sees up to `pool_max_size` x "
      "replicas connections of each runtime login"),
     ("verified-token cache", "per replica (`token_cache_size` entries, each kept until its "

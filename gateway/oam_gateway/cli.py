@@ -134,7 +134,9 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="the address (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8080, help="the port (default: 8080)")
     serve.add_argument("--workers", type=int, default=1, metavar="N",
-                       help="worker processes (default: 1; each has its own pools and caches)")
+                       help="worker processes (default: 1; each has its own pools and caches, and "
+                            "with memory:// rate-limit storage its own counters: each worker "
+                            "then allows the full rate)")
     dev = commands.add_parser("dev", help="provision a demo tenant on the embedded database "
                                           "and serve it on 127.0.0.1")
     dev.add_argument("--port", type=int, default=8080, help="the port (default: 8080)")
