@@ -43,6 +43,7 @@ from oracleagentmemory.engines.postgres import deepsec_admin
 from oracleagentmemory.errors import NotPermittedError, SecurityContextError
 from psycopg import errors, sql
 from psycopg.pq import TransactionStatus
+from store_operations import each_store_operation
 
 APPLY = "SELECT oam_sec.apply_assertion(%s)"
 SET_BY_HAND = "SELECT set_config('oam.end_user_assertion', %s, true)"
@@ -966,18 +967,7 @@ def _operations(store: OracleDBMemoryStore) -> list[Callable[[], Any]]:
         with pytest.raises(NotPermittedError, match=RLS_VIOLATION):
             store.add(["planted"], "memory", user_ids="bob")
 
-    return [
-        lambda: store.add(["note"], "memory", record_ids="c-1", embeddings=[[0.0, 1.0, 0.0]]),
-        lambda: store.add(["note 2"], "memory", record_ids="c-2", embeddings=[[0.0, 1.0, 0.0]]),
-        lambda: store.list("memory"),
-        lambda: store.get("memory", "c-1"),
-        lambda: store.search(None, 3, query_vector=[0.0, 1.0, 0.0]),
-        lambda: store.update("memory", "c-1", content="changed"),
-        lambda: store.add_relations("c-1", "memory", "c-2", "memory", "related"),
-        lambda: store.list_relations(),
-        refused,
-        lambda: store.delete("memory", "c-2"),
-    ]
+    return each_store_operation(store, refused)
 
 
 def test_the_assertion_is_cleared_after_every_operation_on_a_raw_connection(

@@ -104,6 +104,7 @@ from oracleagentmemory.errors import (
     OracleAgentMemoryError,
     SecurityContextError,
 )
+from store_operations import each_store_operation
 
 ALICE, BOB, CAROL, DAVE = USERS
 
@@ -941,18 +942,7 @@ def store_operations(store: OracleDBMemoryStore) -> list[Callable[[], Any]]:
         with pytest.raises(OracleAgentMemoryError):
             store.add(["planted"], "memory", user_ids=BOB, embeddings=[[0.0, 1.0, 0.0]])
 
-    return [
-        lambda: store.add(["note"], "memory", record_ids="c-1", embeddings=[[0.0, 1.0, 0.0]]),
-        lambda: store.add(["note 2"], "memory", record_ids="c-2", embeddings=[[0.0, 1.0, 0.0]]),
-        lambda: store.list("memory"),
-        lambda: store.get("memory", "c-1"),
-        lambda: store.search(None, 3, query_vector=[0.0, 1.0, 0.0]),
-        lambda: store.update("memory", "c-1", content="changed"),
-        lambda: store.add_relations("c-1", "memory", "c-2", "memory", "related"),
-        lambda: store.list_relations(),
-        refused,
-        lambda: store.delete("memory", "c-2"),
-    ]
+    return each_store_operation(store, refused)
 
 
 OPEN_A_TRANSACTION = ("BEGIN :tx := DBMS_TRANSACTION.LOCAL_TRANSACTION_ID("
@@ -1484,18 +1474,19 @@ def test_requested_data_roles_never_widen_the_context(oracle_dds: OracleDdsEnvir
     with context_store(oracle_dds, fresh, iam.context(iam.member_token)) as store:
         unrequested = memory_ids(store)
     assert unrequested == ["g1", "g2"]  # positive control: the member reads through the group
+
+    def seen_by(token: str, requested: list[str]) -> list[str] | str:
+        """The memory ids ``token``'s bearer reads when requesting ``requested``, or
+        ``REFUSED`` when the context is refused."""
+        try:
+            context = iam.context(token, data_roles=requested)
+            with context_store(oracle_dds, fresh, context) as store:
+                return memory_ids(store)
+        except OracleAgentMemoryError:
+            return REFUSED
+
     for requested in ([mapped], local_roles, [mapped, *local_roles], ["OAM_NO_SUCH_ROLE"]):
-        try:
-            context = iam.context(iam.member_token, data_roles=requested)
-            with context_store(oracle_dds, fresh, context) as store:
-                seen = memory_ids(store)
-        except OracleAgentMemoryError:
-            seen = REFUSED
+        seen = seen_by(iam.member_token, requested)
         assert seen == REFUSED or set(seen) <= set(unrequested), (requested, seen)
-        try:
-            context = iam.context(iam.outsider_token, data_roles=requested)
-            with context_store(oracle_dds, fresh, context) as store:
-                seen = memory_ids(store)
-        except OracleAgentMemoryError:
-            seen = REFUSED
+        seen = seen_by(iam.outsider_token, requested)
         assert seen in ([], REFUSED), (requested, seen)
