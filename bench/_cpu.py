@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import os
+import resource
 from typing import Any
 
 import psycopg
@@ -75,3 +76,14 @@ def machine_ticks() -> tuple[int, int]:
     idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle, iowait
     total = sum(values[:8])  # guest time is already counted in user
     return total - idle, total
+
+
+def own_cpu(children: bool = False) -> float:
+    """CPU seconds of this process, every thread; with ``children``, also of its children that
+    ended and were waited for (a ``wrk`` run)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    seconds = usage.ru_utime + usage.ru_stime
+    if children:
+        ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+        seconds += ended.ru_utime + ended.ru_stime
+    return seconds

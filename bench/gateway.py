@@ -43,7 +43,6 @@ import functools
 import json
 import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess
@@ -63,7 +62,7 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _cpu import cpu_since, machine_ticks, server_pid, tree_cpu  # noqa: E402
+from _cpu import cpu_since, machine_ticks, own_cpu, server_pid, tree_cpu  # noqa: E402
 from _embedded import add_server_arguments, bench_server  # noqa: E402
 from dds import AUDIENCE, GROUP, IDP, ISSUER, OWNER, DdsEnvironment, setup_environment  # noqa: E402
 from oam_gateway.rest_memories import memory  # noqa: E402
@@ -245,19 +244,12 @@ class CpuSplit:
         return self.gateway_us + self.database_us + self.load_us
 
 
-def _own_cpu() -> float:
-    """CPU seconds of this process and of its ended children (``wrk``)."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), \
-        resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
 def with_cpu(run: Callable[[], Run], gateway_pid: int | None, postmaster: int | None
              ) -> tuple[Run, CpuSplit]:
     """``run()`` and the CPU each side spent on its requests meanwhile (``gateway_pid`` None:
     a direct run, whose SDK calls are this process's own CPU, reported as the load's)."""
     gateway_before, database_before = tree_cpu(gateway_pid), tree_cpu(postmaster)
-    own_before, (busy_before, total_before) = _own_cpu(), machine_ticks()
+    own_before, (busy_before, total_before) = own_cpu(children=True), machine_ticks()
     result = run()
     busy, total = machine_ticks()
     per_request = 1e6 / max(1, result.requests)
@@ -266,7 +258,7 @@ def with_cpu(run: Callable[[], Run], gateway_pid: int | None, postmaster: int | 
     return result, CpuSplit(
         None if gateway is None else gateway * per_request,
         None if database is None else database * per_request,
-        (_own_cpu() - own_before) * per_request,
+        (own_cpu(children=True) - own_before) * per_request,
         (busy - busy_before) / max(1, total - total_before))
 
 

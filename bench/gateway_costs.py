@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import resource
 import sys
 import tempfile
 import time
@@ -42,7 +41,7 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _cpu import cpu_since, server_pid, tree_cpu  # noqa: E402
+from _cpu import cpu_since, own_cpu, server_pid, tree_cpu  # noqa: E402
 from _embedded import bench_server  # noqa: E402
 from dds import AUDIENCE, GROUP, IDP, setup_environment  # noqa: E402
 from oam_gateway.app import create_app  # noqa: E402
@@ -62,22 +61,16 @@ POSTMASTER: list[int | None] = [None]
 """The pid of the bench's server (set in :func:`main`)."""
 
 
-def process_cpu() -> float:
-    """CPU seconds of this process, every thread."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def per_call(work: Callable[[], Any], iterations: int) -> tuple[float, float, float | None]:
     """Wall, client CPU and database CPU per call of ``work`` (microseconds), after a warm-up."""
     for _ in range(max(1, iterations // 10)):
         work()
-    pg_before, cpu_before, started = tree_cpu(POSTMASTER[0]), process_cpu(), \
+    pg_before, cpu_before, started = tree_cpu(POSTMASTER[0]), own_cpu(), \
         time.perf_counter()
     for _ in range(iterations):
         work()
     wall = time.perf_counter() - started
-    cpu = process_cpu() - cpu_before
+    cpu = own_cpu() - cpu_before
     pg = cpu_since(pg_before, tree_cpu(POSTMASTER[0]))
     scale = 1e6 / iterations
     return wall * scale, cpu * scale, None if pg is None else pg * scale
@@ -89,11 +82,11 @@ def async_per_call(make: Callable[[int], Awaitable[Any]], iterations: int
     async def main() -> tuple[float, float]:
         for n in range(max(1, iterations // 10)):
             await make(n)
-        cpu_before, started = process_cpu(), time.perf_counter()
+        cpu_before, started = own_cpu(), time.perf_counter()
         for n in range(iterations):
             await make(n)
         scale = 1e6 / iterations
-        return (time.perf_counter() - started) * scale, (process_cpu() - cpu_before) * scale
+        return (time.perf_counter() - started) * scale, (own_cpu() - cpu_before) * scale
 
     return uvloop.run(main())
 
@@ -196,10 +189,10 @@ def gateway_costs(settings_file: Path, database_url: str, tokens: dict[str, str]
         async with app.router.lifespan_context(app):
             for label, route in paths.items():
                 await drive(route, min(1.0, seconds))  # warm: pool, caches, plans
-                cpu_before, started = process_cpu(), time.perf_counter()
+                cpu_before, started = own_cpu(), time.perf_counter()
                 done, failed = await drive(route, seconds)
                 elapsed = time.perf_counter() - started
-                results[label] = (done / elapsed, (process_cpu() - cpu_before) / done * 1e6,
+                results[label] = (done / elapsed, (own_cpu() - cpu_before) / done * 1e6,
                                   failed)
         return results
 
