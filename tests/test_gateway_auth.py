@@ -401,17 +401,23 @@ def url_settings(pg_url: str, jwks_url: str, **overrides: Any) -> GatewaySetting
     return GatewaySettings(**values)
 
 
+REFETCH = 2.0
+"""The JWKS refetch interval of the rotation test, in seconds."""
+
+
 def test_keys_come_from_a_jwks_url_and_a_rotation_is_picked_up_once(
         pg_url: str, issuer: DevIssuer, other_issuer: DevIssuer) -> None:
     """A new key (unknown kid) causes one refetch; more unknown kids within the interval none."""
     provider = JwksServer(issuer.key.as_dict(private=False))
     with live_server(provider.app()) as idp:
-        settings = url_settings(pg_url, f"{idp}/jwks", jwks_refetch_seconds=0.5)
+        # the interval must outlast the six calls after the refetch (about 0.3 s, more on a
+        # loaded machine): a shorter one would let a random kid refetch legitimately
+        settings = url_settings(pg_url, f"{idp}/jwks", jwks_refetch_seconds=REFETCH)
         with live_server(create_app(settings)) as base:
             first = rs256(issuer, claims_of(issuer))
             assert_accepted(call_me(base, first))
             assert provider.fetches == 1
-            time.sleep(0.6)
+            time.sleep(REFETCH + 0.1)
             provider.keys.append(other_issuer.key.as_dict(private=False))  # the rotation
             assert_accepted(call_me(base, rs256(other_issuer, claims_of(other_issuer))))
             assert provider.fetches == 2
@@ -420,7 +426,7 @@ def test_keys_come_from_a_jwks_url_and_a_rotation_is_picked_up_once(
                                                    kid=f"random-{attempt}")))
             assert provider.fetches == 2  # within the interval of the last fetch: none at all
             provider.keys = [other_issuer.key.as_dict(private=False)]  # the old key withdrawn
-            time.sleep(0.6)
+            time.sleep(REFETCH + 0.1)
             old_kid_unknown = rs256(issuer, claims_of(issuer), kid="withdrawn-now")
             assert_refused(call_me(base, old_kid_unknown))
             assert provider.fetches == 3  # the interval passed: one refetch; keys now lack it
@@ -476,7 +482,7 @@ def test_any_token_type_passes_when_none_is_required(gateway: str, issuer: DevIs
 def test_a_verified_token_is_not_served_from_the_cache_after_it_expires(
         jwks_file: Path, pg_url: str, issuer: DevIssuer) -> None:
     settings = settings_for(jwks_file, pg_url, leeway_seconds=0)
-    short = rs256(issuer, claims_of(issuer, exp=int(time.time()) + 2))
+    short = rs256(issuer, claims_of(issuer, exp=int(time.time()) + 5))  # 4-5 s to use it
     with live_server(create_app(settings)) as base:
         assert_accepted(call_me(base, short))
         assert_accepted(call_me(base, short))  # served again (from the cache)

@@ -37,8 +37,10 @@ class Crowd:
 @pytest.fixture(scope="module")
 def gateway(dds: DdsEnvironment, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[LiveGateway]:
+    # 200 requests queue for 4 connections: the slowest waits seconds on a loaded machine, and
+    # this test is about keeping users apart, not about the pool's wait limit (default 5 s)
     with live_gateway(dds, tmp_path_factory.mktemp("crowd"), pool_max_size=4,
-                      pool_min_size=1) as live:
+                      pool_min_size=1, pool_timeout_seconds=60.0) as live:
         yield live
 
 

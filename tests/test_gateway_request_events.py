@@ -71,7 +71,8 @@ async def _slow(request: Request) -> Response:
 @pytest.fixture(scope="module")
 def served(keys: tuple[DevIssuer, Path], pg_url: str) -> Iterator[str]:
     settings = gateway_settings(keys[1], pg_url, limits={
-        "max_body_bytes": 1024, "request_timeout_seconds": 0.5, "rate_limit": "2/minute"})
+        "max_body_bytes": 1024, "request_timeout_seconds": 0.5, "rate_limit": "2/minute",
+        "rate_limit_strategy": "moving-window"})  # exact: no minute boundary to cross
     app = Starlette(routes=[Route("/v1/records/{record_id}", _record),
                             Route("/v1/upload", _upload, methods=["POST"]),
                             Route("/v1/boom", _boom), Route("/v1/slow", _slow)],

@@ -7,6 +7,7 @@ import base64
 import email.utils
 import gc
 import json
+import math
 import socket
 import time
 import warnings
@@ -311,7 +312,9 @@ def test_retry_after_accepts_seconds_and_http_dates() -> None:
 
 
 def test_http_date_retry_after_is_honoured_and_client_closes(server: ModelServer) -> None:
-    later = email.utils.formatdate(time.time() + 2, usegmt=True)
+    # an HTTP date has whole seconds: from the next whole second, the wait is at least 2 s
+    # less the time to the first request, never the fraction of the current second less
+    later = email.utils.formatdate(math.ceil(time.time()) + 2, usegmt=True)
     server.script("/chat/completions", Reply(503, {"error": "busy"},
                                              headers={"Retry-After": later}),
                   Reply(json=chat("ok")))

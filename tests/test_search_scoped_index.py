@@ -61,6 +61,12 @@ def _search_ids(store: OracleDBMemoryStore, query: Matrix, user: str, k: int) ->
 
 
 def _vacuum(pg_url: str, store: OracleDBMemoryStore) -> None:
+    """VACUUM ANALYZE the store's memory and chunk tables: see :func:`_vacuum_tables`."""
+    _vacuum_tables(pg_url, q.table(store._names, "memory"),
+                   q.table(store._names, "record_chunks"))
+
+
+def _vacuum_tables(url: str, memory: sql.Composable, chunks: sql.Composable) -> None:
     """VACUUM ANALYZE both tables until the chunk table's pages are all marked all-visible.
 
     A transaction another session keeps open (a previous test's connection not yet returned)
@@ -68,12 +74,11 @@ def _vacuum(pg_url: str, store: OracleDBMemoryStore) -> None:
     prefers a sequential scan to an index-only scan that would visit the heap anyway: wait for
     the horizon (bounded) instead of asserting on such a plan.
     """
-    chunks = q.table(store._names, "record_chunks")
-    with psycopg.connect(pg_url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True) as conn:
         pages = (0, 0)
         for _ in range(20):
-            for logical in ("memory", "record_chunks"):
-                conn.execute(sql.SQL("VACUUM ANALYZE {}").format(q.table(store._names, logical)))
+            for table in (memory, chunks):
+                conn.execute(sql.SQL("VACUUM ANALYZE {}").format(table))
             row = conn.execute(sql.SQL("SELECT relpages, relallvisible FROM pg_class "
                                        "WHERE oid = {}::regclass").format(
                                            sql.Literal(chunks.as_string(conn)))).fetchone()
@@ -195,10 +200,8 @@ def test_an_end_users_scoped_search_reads_the_scope_index_alone(dds: Any) -> Non
     with dds.owner_store(store_id) as owner:
         owner.add([f"m{n}" for n in range(4000)], "memory", user_ids=users,
                   embeddings=list(vectors))
-    with psycopg.connect(dds.owner_url, autocommit=True) as conn:
-        for logical in ("memory", "record_chunks"):
-            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(
-                sql.Identifier(OWNER, f"{store_id}_{logical}")))
+    _vacuum_tables(dds.owner_url, sql.Identifier(OWNER, f"{store_id}_memory"),
+                   sql.Identifier(OWNER, f"{store_id}_record_chunks"))
     names = store_names(memory_store_id=store_id, table_name_prefix=None, schema_owner=OWNER,
                         fold="lower")
     plan = SearchPlan(mode="vector", k=10, record_types=("memory",), scope={"user_id": "alice"})
