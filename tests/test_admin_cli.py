@@ -567,7 +567,10 @@ def test_idp_add_list_refresh_remove_with_a_dev_issuer(cli: Cli, dds: Any,
               str(tmp_path / "private.json"))
     assert_one_line_error(bad, 1, "no public RSA key")
     both = cli("idp", "refresh", *url, "--name", name, "--jwks-file", "a", "--jwks-url", "b")
-    assert_one_line_error(both, 2, "exactly one of --jwks-file")
+    assert_one_line_error(both, 2, "argument --jwks-url: not allowed with argument --jwks-file")
+    neither = cli("idp", "refresh", *url, "--name", name)
+    assert_one_line_error(neither, 2, "one of the arguments --jwks-file --jwks-url is required")
+    assert "(--jwks-file PATH | --jwks-url URL)" in neither.err  # the usage says so
     assert cli("idp", "refresh", *url, "--name", name, "--jwks-file",
                str(tmp_path / "jwks.json")).code == 0
     assert_one_line_error(cli("idp", "remove", *url, "--name", name), 2, "--yes")

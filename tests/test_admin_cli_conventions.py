@@ -10,9 +10,11 @@ runtime keeps working when it re-applies the policies).
 from __future__ import annotations
 
 import argparse
+import re
 import secrets
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -74,8 +76,16 @@ def test_every_option_has_help_and_one_owner_spelling_is_shown() -> None:
 
 
 def test_schema_owner_is_required_in_either_spelling(cli: Cli, dds: Any) -> None:
-    missing = cli("policies", "list", "--url", dds.secadmin_url, "--memory-store-id", "x")
-    one_error(missing, 2, "policies needs --schema-owner SCHEMA")
+    for command in (("policies", "list"), ("audit", "list"), ("audit", "status")):
+        missing = cli(*command, "--url", dds.secadmin_url, "--memory-store-id", "x")
+        one_error(missing, 2, "the following arguments are required: --schema-owner")
+        usage = missing.err.split("error: ")[0]
+        assert " --schema-owner SCHEMA" in usage and "[--schema-owner" not in usage, usage
+        helped = cli(*command, "--help")
+        assert "--schema-owner SCHEMA" in helped.out and "[--schema-owner" not in helped.out
+    both = cli("policies", "list", "--url", dds.secadmin_url, "--memory-store-id", "x",
+               "--schema-owner", OWNER, "--owner-schema", "other")
+    one_error(both, 2, "not allowed with")
     for spelling in ("--schema-owner", "--owner-schema"):
         given = cli("policies", "list", "--url", dds.secadmin_url, "--memory-store-id",
                     "nosuchstore", spelling, OWNER)
@@ -86,6 +96,77 @@ def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+_COMMON_OPTIONS = {"--url", "-q", "--quiet", "-h", "--help"}
+
+
+def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+            ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every runnable command (``audit list``...) and its parser."""
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subparsers:
+        yield path, parser
+    for action in subparsers:
+        for name, sub in action.choices.items():
+            yield from _leaves(sub, (*path, name))
+
+
+def _required_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The options the parser itself refuses to run without (alone or as a required group)."""
+    required = {s for a in parser._actions if a.required for s in a.option_strings}
+    for group in parser._mutually_exclusive_groups:
+        if group.required:
+            required |= {s for a in group._group_actions for s in a.option_strings}
+    return required
+
+
+def _minimal_argv(parser: argparse.ArgumentParser) -> list[str]:
+    """What the parser requires (one member of each required group), ``--yes`` when the
+    command has it: a value of the right form for each."""
+    def value(action: argparse.Action) -> str:
+        if action.choices:
+            return str(next(iter(action.choices)))
+        return "1" if action.type in (int, float) else str(action.dest)
+
+    argv: list[str] = []
+    for group in parser._mutually_exclusive_groups:
+        if group.required:
+            first = group._group_actions[0]
+            argv += [first.option_strings[0], value(first)]
+    for action in parser._actions:
+        if action.option_strings == ["--yes"]:
+            argv.append("--yes")
+        elif action.required and not action.option_strings:
+            argv.append(value(action))
+        elif action.required:
+            argv += [action.option_strings[0], value(action)]
+    return argv
+
+
+def test_an_option_a_command_refuses_to_run_without_is_marked_required(
+        cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run every command with only what its parser requires (a database that is down, the
+    secret in its environment variable): an error that names one option of the command as
+    missing names an option the usage and help show as required. (An error naming two, as in
+    "--store or --idp", asks for at least one of them, which argparse cannot express.)"""
+    monkeypatch.chdir(tmp_path)  # files the commands write (keys, a dev issuer) land here
+    down = f"postgresql://nobody@127.0.0.1:{_closed_port()}/oam"
+    mismatches, ran = [], 0
+    for path, parser in _leaves(build_parser()):
+        if path[0] == "db":  # the embedded server's own commands take no --url
+            continue
+        result = cli(*path, *_minimal_argv(parser), "--url", down,
+                     env={"OAM_RUNTIME_PASSWORD": TEST_PASSWORD})
+        ran += 1
+        own = {s for a in parser._actions for s in a.option_strings} - _COMMON_OPTIONS
+        for line in result.err.splitlines():
+            named = set(re.findall(r"--[a-z][a-z-]*", line)) & own
+            if line.startswith("error: ") and len(named) == 1 \
+                    and not named <= _required_options(parser):
+                mismatches.append((" ".join(path), line))
+    assert ran > 40
+    assert mismatches == [], "\n".join(map(str, mismatches))
 
 
 @pytest.mark.parametrize("command", [

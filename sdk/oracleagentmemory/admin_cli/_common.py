@@ -173,6 +173,19 @@ def admin_connection(url: str) -> Iterator[SecurityAdmin]:
         yield admin
 
 
+def add_schema_owner(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """``--schema-owner`` (``--owner-schema`` stays accepted, unlisted); a required one is
+    required by the parser in either spelling (a required group of the two), so the usage and
+    the help show it as required."""
+    group: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup = parser
+    if required:
+        group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--schema-owner", dest="owner_schema", metavar="SCHEMA",
+                       help="the schema (owner) that holds the store's tables"
+                            + (" (required)" if required else ""))
+    group.add_argument("--owner-schema", dest="owner_schema", help=argparse.SUPPRESS)
+
+
 def owner_schema(args: argparse.Namespace) -> str:
     """``--schema-owner`` (or its old spelling ``--owner-schema``), which the command needs."""
     value = getattr(args, "owner_schema", None)

@@ -25,6 +25,7 @@ from oracleagentmemory.admin_cli._common import (
     CliError,
     Console,
     UsageError,
+    add_schema_owner,
     admin_url,
     owner_schema,
     require_yes,
@@ -68,11 +69,7 @@ def add_parsers(commands: Any, sub: Any, common: argparse.ArgumentParser) -> Non
             continue
         action_parser.add_argument("--memory-store-id", required=True, metavar="ID",
                                    help="the memory store (its tables are named <ID>_<table>)")
-        action_parser.add_argument("--schema-owner", dest="owner_schema", metavar="SCHEMA",
-                                   help="the schema (owner) that holds the store's tables "
-                                        "(required)")
-        action_parser.add_argument("--owner-schema", dest="owner_schema",
-                                   help=argparse.SUPPRESS)
+        add_schema_owner(action_parser)
         if action == "disable":
             action_parser.add_argument("--yes", action="store_true",
                                        help="confirm this destructive command")

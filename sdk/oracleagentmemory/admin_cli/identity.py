@@ -143,8 +143,9 @@ def add_parsers(commands: Any, sub: Any, common: argparse.ArgumentParser) -> Non
             parser.add_argument("--groups-claim", default="groups", metavar="CLAIM",
                                 help="the claim that lists the groups (default: groups)")
         if action in ("add", "refresh"):
-            parser.add_argument("--jwks-file", metavar="PATH", help="the provider's JWKS")
-            parser.add_argument("--jwks-url", metavar="URL",
+            source = parser.add_mutually_exclusive_group(required=True)
+            source.add_argument("--jwks-file", metavar="PATH", help="the provider's JWKS")
+            source.add_argument("--jwks-url", metavar="URL",
                                 help="fetch the JWKS from this URL (by this tool, now)")
         if action == "remove":
             parser.add_argument("--yes", action="store_true",

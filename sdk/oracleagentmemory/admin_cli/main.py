@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -23,6 +24,7 @@ from oracleagentmemory.admin_cli._common import (
     CliError,
     Console,
     UsageError,
+    add_schema_owner,
     is_oracle_admin_url,
 )
 from oracleagentmemory.errors import DatabaseUnavailableError, UnsupportedFeatureError
@@ -58,6 +60,10 @@ class _Parser(argparse.ArgumentParser):
     """An ArgumentParser that reports errors to :func:`main` instead of exiting."""
 
     def error(self, message: str) -> NoReturn:
+        # A required group with one listed member (--schema-owner, the other spelling hidden)
+        # reads as the single required option it is.
+        message = re.sub(r"^one of the arguments (\S+) is required$",
+                         r"the following arguments are required: \1", message)
         raise _ParseError(self, message)
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
@@ -93,15 +99,6 @@ def _sub(group: Any, name: str, handler: Handler | None, help_text: str,
 def _store_id(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-store-id", required=True, metavar="ID",
                         help="the memory store (its tables are named <ID>_<table>)")
-
-
-def _owner(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    """``--schema-owner`` (``--owner-schema`` stays accepted, unlisted). A required one is
-    checked by the command (``_common.owner_schema``) so that either spelling satisfies it."""
-    parser.add_argument("--schema-owner", dest="owner_schema", metavar="SCHEMA",
-                        help="the schema (owner) that holds the store's tables"
-                             + (" (required)" if required else ""))
-    parser.add_argument("--owner-schema", dest="owner_schema", help=argparse.SUPPRESS)
 
 
 def _yes(parser: argparse.ArgumentParser) -> None:
@@ -175,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub = _sub(store_actions, action, None, text, common)
         _store_id(sub)
         if action == "check":
-            _owner(sub, required=False)
+            add_schema_owner(sub, required=False)
             sub.add_argument("--vector-dim", type=int, metavar="N",
                              help="check that the store's vectors have this dimension (with "
                                   "--in-database-model: the model's)")
@@ -194,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
                          ("list", "list the policies installed on the store")):
         sub = _sub(pol_actions, action, None, text, common)
         _store_id(sub)
-        _owner(sub)
+        add_schema_owner(sub)
         if action != "list":
             _policy(sub, "all shipped policies")
         if action == "remove":
@@ -210,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
                "CONTEXT); it reaches the tables only through the policies", common)
     sub.add_argument("--login", required=True, metavar="NAME",
                      help="the login to create (lower-case letters, digits, underscores)")
-    _owner(sub)
+    add_schema_owner(sub)
     sub.add_argument("--password-stdin", action="store_true",
                      help=f"read the password from standard input (else ${RUNTIME_PASSWORD_ENV})")
     sub = _sub(login_actions, "drop", None,
@@ -250,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--store", action="append", metavar="ID",
                              help="a memory store (of --owner-schema) the application acts for; "
                                   "repeat for several")
-            _owner(sub, required=False)
+            add_schema_owner(sub, required=False)
             sub.add_argument("--idp", action="append", metavar="NAME",
                              help="an identity provider whose users the application acts for")
         if action == "create":
@@ -281,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
                          ("revoke", "revoke policies from end users or groups")):
         sub = _sub(commands, action, security.run_grant, text, common)
         _store_id(sub)
-        _owner(sub)
+        add_schema_owner(sub)
         sub.add_argument("--user", action="append", metavar="NAME", help="a local end user")
         sub.add_argument("--group", action="append", metavar="NAME",
                          help="an identity-provider group")
@@ -296,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                   required=True)
     sub = _sub(grants_actions, "list", None, "list each principal with its policies", common)
     _store_id(sub)
-    _owner(sub)
+    add_schema_owner(sub)
 
     identity.add_parsers(commands, _sub, common)
     audit.add_parsers(commands, _sub, common)
@@ -309,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = _sub(commands, "purge-expired", store.run_purge,
                "delete expired rows of a store (as its owner)", common)
     _store_id(sub)
-    _owner(sub, required=False)
+    add_schema_owner(sub, required=False)
     return parser
 
 
