@@ -36,7 +36,8 @@ from oracleagentmemory.errors import NotPermittedError
 
 OWN = UserOwnRowsDeepDataSecurityPolicy()
 GLOBAL = GlobalMemoriesDeepDataSecurityPolicy()
-RLS_REFUSAL = "new row violates row-level security policy"
+RLS_REFUSAL = "no data role of this memory store granted to the end user"
+"""What a write the row security refused says (the SDK's words, no table)."""
 
 
 # --- helpers -------------------------------------------------------------------------------

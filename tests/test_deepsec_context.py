@@ -32,7 +32,8 @@ from oracleagentmemory.errors import NotPermittedError, SecurityContextError
 from psycopg_pool import ConnectionPool
 
 NEEDS_CONTEXT = "needs an active OracleMemoryEndUserSecurityContext for every operation"
-RLS_REFUSAL = "new row violates row-level security policy"
+RLS_REFUSAL = "no data role of this memory store granted to the end user"
+"""What a write the row security refused says (the SDK's words, no table)."""
 
 
 # --- fixtures and helpers ------------------------------------------------------------------

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 from conftest import new_store_id
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
+from oracleagentmemory.engines.postgres.driver_errors import translate
 from oracleagentmemory.errors import (
     DatabaseUnavailableError,
     DuplicateRecordError,
@@ -123,14 +124,58 @@ def test_a_write_the_policies_refuse_is_not_permitted(
     store_id = dds.new_store()
     caplog.set_level(logging.WARNING, logger="psycopg")
     with dds.runtime_store(store_id, "alice") as store:
-        with pytest.raises(NotPermittedError, match="row-level security") as refused:
+        with pytest.raises(NotPermittedError, match="no data role of this memory store") \
+                as refused:
             store.add(["planted"], "memory", user_ids="bob", record_ids="x1")
+        assert store_id not in str(refused.value) and "row-level" not in str(refused.value)
         # The refusal is reported once, as the error: no "pipeline aborted" warning repeats it.
         assert [r.getMessage() for r in caplog.records if r.name.startswith("psycopg")] == []
         assert isinstance(refused.value, RuntimeError) and refused.value.code == "not_permitted"
         assert isinstance(refused.value.__cause__, psycopg.errors.InsufficientPrivilege)
         # Positive control: the same write for alice herself is allowed.
         assert store.add(["mine"], "memory", record_ids="x1") == ["x1"]
+
+
+ROW_SECURITY_REFUSALS = {
+    "insert": "INSERT INTO rls_shapes VALUES (2, 'theirs')",
+    "update": "UPDATE rls_shapes SET owner = 'theirs' WHERE id = 1",
+    "upsert": "INSERT INTO rls_shapes VALUES (3, 'mine') ON CONFLICT (id) DO UPDATE "
+              "SET owner = 'mine'",
+}
+"""Statements a policy refuses, one of each way PostgreSQL words it (``new row violates
+row-level security policy [(USING expression)] for table ...``)."""
+
+
+@pytest.mark.parametrize("statement", ROW_SECURITY_REFUSALS.values(),
+                         ids=ROW_SECURITY_REFUSALS.keys())
+def test_every_row_security_refusal_says_no_data_role_allows_it(dds: Any, statement: str) -> None:
+    # The store's own policies leave no updatable column in a predicate (an update or delete
+    # outside them changes no row); a table of the owner's with a policy it is forced to obey
+    # produces the update shapes as well.
+    table = f"rls_shapes_{new_store_id()}"
+    with psycopg.connect(dds.owner_url, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, owner text)".encode())
+        try:
+            conn.execute(f"INSERT INTO {table} VALUES (1, 'mine'), (3, 'theirs')".encode())
+            conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY".encode())
+            conn.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY".encode())
+            conn.execute(f"CREATE POLICY sel ON {table} FOR SELECT USING (true)".encode())
+            conn.execute(f"CREATE POLICY ins ON {table} FOR INSERT "
+                         f"WITH CHECK (owner = 'mine')".encode())
+            conn.execute(f"CREATE POLICY upd ON {table} FOR UPDATE USING (owner = 'mine') "
+                         f"WITH CHECK (owner = 'mine')".encode())
+            with pytest.raises(psycopg.errors.InsufficientPrivilege) as driver_error:
+                conn.execute(statement.replace("rls_shapes", table).encode())
+            assert table in str(driver_error.value)  # what the driver says names the table
+            refused = translate(driver_error.value)
+            assert isinstance(refused, NotPermittedError)
+            assert str(refused) == ("no data role of this memory store granted to the end user "
+                                    "(directly or through one of their groups) allows this write")
+            # Positive control: a row the policy allows is written.
+            assert conn.execute(f"UPDATE {table} SET owner = 'mine' WHERE id = 1".encode()
+                                ).rowcount == 1
+        finally:
+            conn.execute(f"DROP TABLE {table}".encode())
 
 
 def test_a_wrong_store_id_under_no_check_is_a_schema_error(dds: Any) -> None:

@@ -21,6 +21,14 @@ from oracleagentmemory.errors import (
 UNAVAILABLE_HINT = ("check that the database is running and the URL is right (the embedded "
                     "database starts with `oam-admin db start`)")
 
+ROW_SECURITY_REFUSAL = ("no data role of this memory store granted to the end user (directly or "
+                        "through one of their groups) allows this write")
+"""The message of a write the store's row security refused (any table, insert or update)."""
+
+_POLICY_VIOLATION_TEXT = "violates row-level security policy"
+"""What PostgreSQL's refusals of a row by a policy say (``new row violates row-level security
+policy [(USING expression)] for table ...``)."""
+
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
@@ -37,9 +45,8 @@ def translate(exc: psycopg.Error | PoolTimeout | PoolClosed) -> OracleAgentMemor
         return DatabaseUnavailableError(f"the database is unavailable: {detail}",
                                         hint=UNAVAILABLE_HINT)
     if isinstance(exc, pg.InsufficientPrivilege):
-        if "row-level security" in detail:
-            return NotPermittedError(
-                f"the store's row security does not allow this write for the end user ({detail})")
+        if _POLICY_VIOLATION_TEXT in detail:  # the driver's text names the table: not shown
+            return NotPermittedError(ROW_SECURITY_REFUSAL)
         return NotPermittedError(f"the database refused this operation ({detail})")
     if isinstance(exc, (pg.UndefinedTable, pg.UndefinedColumn, pg.UndefinedFunction,
                         pg.InvalidSchemaName)):
