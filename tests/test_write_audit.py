@@ -19,6 +19,7 @@ import pytest
 from dds import OWNER, RUNTIME
 from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
 from oracleagentmemory.core.deepsec.audit import (
+    AuditChainError,
     AuditRow,
     disable_write_audit,
     enable_write_audit,
@@ -434,6 +435,21 @@ def test_untampered_audit_verifies_clean(dds: Any, sealed: tuple[str, list[int]]
 def _fill_more_unique(dds: Any, store_id: str) -> None:
     with dds.runtime_store(store_id, "carol") as store:
         store.add(["carol"], "memory", record_ids=["c1"])
+
+
+def test_seal_refuses_to_sign_on_top_of_a_changed_record(
+        dds: Any, sealed: tuple[str, list[int]]) -> None:
+    store_id, ids = sealed
+    _fill_more_unique(dds, store_id)
+    _superuser(dds, store_id, "UPDATE {audit} SET end_user = 'bob' WHERE id = %s", [ids[3]])
+    with pytest.raises(AuditChainError) as refused:
+        seal_write_audit(dds.owner_url, OWNER, store_id, KEY)
+    assert (refused.value.problem.kind, refused.value.problem.record_id) == ("changed", ids[3])
+    assert write_audit_status(dds.owner_url, OWNER, store_id).checkpoints == 2
+    # From a trusted checkpoint on, only what follows it is checked (here: nothing changed).
+    trusted = (2, _head_of(dds, store_id, 2))
+    assert [c.seq for c in seal_write_audit(dds.owner_url, OWNER, store_id, KEY,
+                                            trusted_checkpoint=trusted)] == [3]
 
 
 def test_a_changed_record_is_named(dds: Any, sealed: tuple[str, list[int]]) -> None:

@@ -1,10 +1,12 @@
 """``oam-admin audit``: the database write audit of a store (enable, seal, verify, list).
 
 ``enable`` installs the audit triggers (as the store's schema owner or the policy
-administrator); ``seal`` signs the rows not sealed yet into checkpoints with the admin's private
-key (``keygen`` makes one: Ed25519 by default); ``verify`` recomputes the hash chain with the
-public key and exits 1 naming the first bad record or checkpoint; ``list`` prints audit rows as
-JSON lines. See :mod:`oracleagentmemory.core.deepsec.audit`.
+administrator); ``seal`` verifies what is sealed, then signs the rows not sealed yet into
+checkpoints with the admin's private key (``keygen`` makes one: Ed25519 by default) and prints
+the new chain head as ``--trusted-checkpoint SEQ:HEAD``; ``verify`` recomputes the hash chain
+with the public key (from a trusted checkpoint on, when given) and exits 1 naming the first bad
+record or checkpoint; ``list`` prints audit rows as JSON lines. See
+:mod:`oracleagentmemory.core.deepsec.audit`.
 
 ``--url`` (or ``OAM_ADMIN_URL``) names a PostgreSQL database (``postgresql://``) or an Oracle
 one (``oracle://`` TLS, ``oracle+tcp://``; the store's schema owner, password in
@@ -32,6 +34,8 @@ from oracleagentmemory.admin_cli._common import (
 )
 from oracleagentmemory.core.deepsec import audit_chain
 from oracleagentmemory.core.deepsec.audit import (
+    AuditChainError,
+    AuditProblem,
     AuditRow,
     WriteAuditStatus,
     disable_write_audit,
@@ -52,7 +56,10 @@ def add_parsers(commands: Any, sub: Any, common: argparse.ArgumentParser) -> Non
         ("enable", "audit every write to the store's record tables from now on"),
         ("disable", "stop auditing the store's writes (rows and checkpoints stay); needs --yes"),
         ("status", "print whether the store is audited and how far it is sealed"),
-        ("seal", "sign the audit rows not sealed yet into checkpoints"),
+        ("seal", "verify what is sealed (exit status 1 naming the first bad record or "
+                 "checkpoint, and nothing sealed), then sign the audit rows not sealed yet "
+                 "into checkpoints and print the new chain head to keep outside the "
+                 "database"),
         ("verify", "recompute the hash chain and check the checkpoints' signatures; exit "
                    "status 1 naming the first bad record or checkpoint"),
         ("list", "print audit rows as JSON lines"),
@@ -85,9 +92,13 @@ def add_parsers(commands: Any, sub: Any, common: argparse.ArgumentParser) -> Non
         if action == "verify":
             action_parser.add_argument("--public-key", required=True, metavar="FILE",
                                        help="the public key (JWK or PEM)")
+        if action in ("seal", "verify"):
             action_parser.add_argument("--trusted-checkpoint", metavar="SEQ:HEAD",
-                                       help="start after this checkpoint, whose head you kept "
-                                            "outside the database (detects a rollback)")
+                                       help="a chain head that seal printed and you kept "
+                                            "outside the database: it must still be there, "
+                                            "and the chain is checked on from it (detects a "
+                                            "rollback, or a history rewritten and sealed "
+                                            "again with the signing key)")
         if action == "list":
             action_parser.add_argument("--since", type=int, default=0, metavar="ID",
                                        help="only rows with an id above ID (default: 0)")
@@ -127,6 +138,13 @@ def _warn_if_readable(console: Console, path: str) -> None:
     mode = Path(path).stat().st_mode
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         console.warn(f"the signing key {path!r} is readable by other users (chmod 600 it)")
+
+
+def _bad(problem: AuditProblem) -> str:
+    """The first bad record or checkpoint, in ``verify``'s words (``seal`` uses them too)."""
+    where = (f"record {problem.record_id}" if problem.record_id is not None
+             else f"checkpoint {problem.checkpoint_seq}")
+    return f"bad: {where} ({problem.kind}): {problem.message}"
 
 
 def _trusted(text: str | None) -> tuple[int, str] | None:
@@ -170,7 +188,7 @@ def run_audit(args: argparse.Namespace, console: Console) -> int:
         _warn_if_readable(console, args.signing_key)
     if action == "verify":
         public = _read_key(args.public_key, "public key")
-        trusted = _trusted(args.trusted_checkpoint)
+    trusted = _trusted(getattr(args, "trusted_checkpoint", None))
     url = admin_url(args, console)
     if action == "enable":
         console.progress(f"installing the write audit of memory store {store_id!r} in schema "
@@ -188,24 +206,31 @@ def run_audit(args: argparse.Namespace, console: Console) -> int:
             console.out(_row_json(row))
         return 0
     if action == "seal":
-        console.progress(f"sealing the write audit of memory store {store_id!r} (waiting for "
-                         "writers in flight)")
-        sealed = seal_write_audit(url, owner, store_id, key, batch_size=args.batch_size,
-                                  lock_timeout_seconds=args.lock_timeout,
-                                  progress=console.progress)
+        console.progress(f"verifying what is sealed of memory store {store_id!r}, then "
+                         "sealing the rest (waiting for writers in flight)")
+        try:
+            sealed = seal_write_audit(url, owner, store_id, key, batch_size=args.batch_size,
+                                      lock_timeout_seconds=args.lock_timeout,
+                                      trusted_checkpoint=trusted, progress=console.progress)
+        except AuditChainError as exc:
+            raise CliError(f"nothing sealed: the audit sealed so far does not verify: "
+                           f"{_bad(exc.problem)}") from exc
         for checkpoint in sealed:
             console.out(f"checkpoint {checkpoint.seq}: records {checkpoint.first_id}.."
                         f"{checkpoint.last_id} ({checkpoint.row_count}), head {checkpoint.head}")
         if not sealed:
             console.out("nothing to seal")
+        else:
+            console.out(f"chain head: --trusted-checkpoint {sealed[-1].seq}:{sealed[-1].head} "
+                        "(keep it outside the database: with the signing key, whoever can "
+                        "write the database can rewrite the history and seal it again; "
+                        "`audit verify --trusted-checkpoint` then catches it)")
         return 0
     console.progress(f"verifying the write audit of memory store {store_id!r}")
     result = verify_write_audit(url, owner, store_id, public, trusted_checkpoint=trusted,
                                 progress=console.progress)
     if result.problem is not None:
-        where = (f"record {result.problem.record_id}" if result.problem.record_id is not None
-                 else f"checkpoint {result.problem.checkpoint_seq}")
-        console.out(f"bad: {where} ({result.problem.kind}): {result.problem.message}")
+        console.out(_bad(result.problem))
         return 1
     latest = ("no checkpoint yet" if result.last_checkpoint_seq is None else
               f"latest checkpoint {result.last_checkpoint_seq}:{result.head}")

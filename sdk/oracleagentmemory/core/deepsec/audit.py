@@ -35,9 +35,14 @@ from oracleagentmemory.engines.write_audit import (
     WriteAuditAdmin,
     write_audit_admin_for,
 )
-from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
+from oracleagentmemory.errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    OracleAgentMemoryError,
+)
 
 __all__ = [
+    "AuditChainError",
     "AuditCheckpoint",
     "AuditProblem",
     "AuditRow",
@@ -118,6 +123,19 @@ class AuditVerification:
     def first_bad_record(self) -> int | None:
         """The id of the first bad audit record (``None`` when clean or a checkpoint is bad)."""
         return None if self.problem is None else self.problem.record_id
+
+
+class AuditChainError(OracleAgentMemoryError, RuntimeError):
+    """:func:`seal_write_audit` refused: what is already sealed does not verify, so nothing
+    was signed on top of it. ``problem`` is the first bad record or checkpoint, as
+    :func:`verify_write_audit` reports it."""
+
+    code = "audit_chain_broken"
+
+    def __init__(self, problem: AuditProblem) -> None:
+        super().__init__(f"nothing sealed: the audit sealed so far does not verify: "
+                         f"{problem.message}")
+        self.problem = problem
 
 
 @contextmanager
@@ -222,22 +240,31 @@ def _chain(rows: list[AuditRow], previous_hash: bytes, previous_id: int | None,
 def seal_write_audit(connection: object, owner_schema: str, memory_store_id: str,
                      signing_key: KeySource, *, batch_size: int = 100_000,
                      lock_timeout_seconds: float = 30.0,
+                     trusted_checkpoint: tuple[int, str] | None = None,
                      progress: Progress | None = None) -> list[AuditCheckpoint]:
     """Seal every audit row not sealed yet into signed checkpoints (one per ``batch_size``).
 
     First waits (at most ``lock_timeout_seconds``) until no transaction that wrote audit rows is
     still in flight, so no row can later appear below the sealed ids; writers wait meanwhile.
-    Each checkpoint commits on its own. Returns the new checkpoints (empty: nothing to seal).
+    Then verifies what is already sealed, as :func:`verify_write_audit` does with the signing
+    key's public half (from ``trusted_checkpoint`` on, when given), and raises
+    :class:`AuditChainError` naming the first bad record or checkpoint instead of signing on
+    top of it. Each checkpoint commits on its own. Returns the new checkpoints (empty:
+    nothing to seal); keep the last one's ``(seq, head)`` outside the database.
     """
     key = audit_chain.load_key(signing_key)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidArgumentError("batch_size must be an int >= 1", argument="batch_size")
     audit_chain.sign_checkpoint(key, b"{}")  # a public key fails here, before any lock
+    public = audit_chain.load_key(audit_chain.public_jwk(key))
     sealed: list[AuditCheckpoint] = []
     with _audit_admin(connection, "seal_write_audit") as admin:
         with admin.transaction():
             names = _store(admin, owner_schema, memory_store_id)
         horizon = admin.wait_for_writers(names, max(1, int(lock_timeout_seconds * 1000)))
+        verified = _verify(admin, names, public, trusted_checkpoint, progress)
+        if verified.problem is not None:
+            raise AuditChainError(verified.problem)
         if horizon is None:
             return sealed
         while True:
@@ -368,14 +395,21 @@ def verify_write_audit(connection: object, owner_schema: str, memory_store_id: s
     with _audit_admin(connection, "verify_write_audit") as admin:
         with admin.transaction():
             names = _store(admin, owner_schema, memory_store_id)
-            checkpoints = admin.checkpoints(names)
-        start, todo, problem = _trusted_start(checkpoints, trusted_checkpoint)
-        verifier = _Verifier(key, _label(names), todo, start)
-        if problem is None and todo:
-            problem = _walk(admin, names, verifier, todo, progress)
-        last = checkpoints[-1] if checkpoints else None
-        with admin.transaction():
-            unsealed = admin.count_after(names, 0 if last is None else last.last_id)
+        return _verify(admin, names, key, trusted_checkpoint, progress)
+
+
+def _verify(admin: WriteAuditAdmin, names: StoreNames, key: SigningKey,
+            trusted_checkpoint: tuple[int, str] | None,
+            progress: Progress | None) -> AuditVerification:
+    with admin.transaction():
+        checkpoints = admin.checkpoints(names)
+    start, todo, problem = _trusted_start(checkpoints, trusted_checkpoint)
+    verifier = _Verifier(key, _label(names), todo, start)
+    if problem is None and todo:
+        problem = _walk(admin, names, verifier, todo, progress)
+    last = checkpoints[-1] if checkpoints else None
+    with admin.transaction():
+        unsealed = admin.count_after(names, 0 if last is None else last.last_id)
     return AuditVerification(problem is None, problem, verifier.records, verifier.checked,
                              unsealed, None if last is None else last.seq,
                              None if last is None else last.head_hash.hex())
