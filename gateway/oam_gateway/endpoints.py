@@ -65,6 +65,8 @@ class Endpoint:
     status: int = 200
     query: tuple[QueryParameter, ...] = ()
     response_media_type: str = "application/json"
+    description: str = ""
+    """What a caller should know beyond the summary (OpenAPI ``description``)."""
 
 
 @dataclass(frozen=True)

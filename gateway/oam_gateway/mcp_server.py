@@ -45,6 +45,8 @@ from oam_gateway.models import (
 from oam_gateway.problems import problem_response
 from oam_gateway.request_events import event_of
 from oam_gateway.rest import ENDPOINTS
+from oam_gateway.rest_search import SEARCH_SCOPE_NOTE
+from oam_gateway.rest_threads import THREAD_AGENT_NOTE
 from oam_gateway.settings import GatewaySettings
 from oam_gateway.tenants import Tenants
 
@@ -213,6 +215,9 @@ TOOLS = (search, add_memory, get_memory, update_memory, delete_memory, list_memo
          set_profile, add_relation, list_relations, delete_relation)
 """Every tool, in the order ``tools/list`` answers them."""
 
+NOTES = {"search": SEARCH_SCOPE_NOTE, "create_thread": THREAD_AGENT_NOTE}
+"""What a tool's description adds to its docstring (the REST operation's note)."""
+
 
 async def name_the_operation(ctx: ServerRequestContext[Any, Any],
                              call_next: CallNext) -> HandlerResult:
@@ -258,7 +263,9 @@ def mcp_server(runner: ToolRunner) -> MCPServer[ToolRunner]:
         root.handlers[:] = handlers
         root.setLevel(level)
     for tool in TOOLS:
-        server.add_tool(tool, structured_output=True)
+        note = NOTES.get(tool.__name__)
+        server.add_tool(tool, description=f"{tool.__doc__}\n\n{note}" if note else None,
+                        structured_output=True)
     return server
 
 

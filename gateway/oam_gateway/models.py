@@ -89,7 +89,9 @@ class ThreadIn(OwnedBody):
     """A new thread of the caller."""
 
     thread_id: PathId | None = None
-    agent_id: Id | None = None
+    agent_id: Id | None = Field(default=None, description=(
+        "The thread's agent; left out, the thread gets a generated agent_id, which its "
+        "messages carry."))
     metadata: Metadata | None = None
 
 
@@ -182,8 +184,12 @@ class SearchIn(OwnedBody):
     query: str = Field(min_length=1)
     k: int = Field(default=10, ge=1)
     record_types: list[RecordTypeName] | None = None
-    thread_id: Id | None = None
-    agent_id: Id | None = None
+    thread_id: Id | None = Field(default=None, description=(
+        "Only this thread's records (an exact match): memories stored without a thread are "
+        "left out."))
+    agent_id: Id | None = Field(default=None, description=(
+        "Only this agent's records (an exact match): memories stored without an agent are left "
+        "out. A thread created without agent_id has a generated one."))
     metadata_filter: dict[str, Any] | None = None
     num_hops: int = Field(default=0, ge=0, le=5)
     include_invalid_results: bool = False

@@ -79,6 +79,8 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
     operation: dict[str, Any] = {"operationId": endpoint.operation, "summary": endpoint.summary,
                                  "parameters": parameters, "responses": responses,
                                  "x-required-scope": endpoint.scope}
+    if endpoint.description:
+        operation["description"] = endpoint.description
     if endpoint.body is not None:
         operation["requestBody"] = {"required": True, "content": {
             "application/json": {"schema": _ref(endpoint.body)}}}

@@ -73,7 +73,15 @@ async def search(call: Call) -> Response:
     return json_response(answer)
 
 
+SEARCH_SCOPE_NOTE = (
+    "thread_id and agent_id each match exactly: with thread_id only that thread's records are "
+    "found, with agent_id only that agent's. A thread created without agent_id has a generated "
+    "agent_id, which its messages carry, so memories stored without an agent are not found in "
+    "the thread's scope (its thread_id and agent_id); a search without them finds all of the "
+    "caller's records.")
+"""What a client of ``POST /v1/search`` (and of the ``search`` tool) should know."""
+
 ENDPOINTS = (
     Endpoint("POST", "/search", "search", "Search the caller's memories", search, READ_SCOPE,
-             body=SearchIn, response=SearchOut),
+             body=SearchIn, response=SearchOut, description=SEARCH_SCOPE_NOTE),
 )

@@ -135,9 +135,18 @@ async def list_messages(call: Call) -> Response:
                               next_cursor=result.next_cursor))
 
 
+THREAD_AGENT_NOTE = (
+    "A thread created without agent_id gets a generated agent_id (in the answer), as the SDK's "
+    "create_thread does, and its messages carry it. A search in the thread's scope (its "
+    "thread_id and that agent_id, as the SDK's thread search does) finds only that agent's "
+    "records: memories stored without an agent are not among them; a search without agent_id "
+    "finds them.")
+"""What a client of ``POST /v1/threads`` (and of the ``create_thread`` tool) should know."""
+
 ENDPOINTS = (
     Endpoint("POST", "/threads", "threads.create", "Start a thread", create_thread,
-             WRITE_SCOPE, body=ThreadIn, response=Record, status=201),
+             WRITE_SCOPE, body=ThreadIn, response=Record, status=201,
+             description=THREAD_AGENT_NOTE),
     Endpoint("GET", "/threads", "threads.list", "List the caller's threads", list_threads,
              READ_SCOPE, response=Page,
              query=(*PAGE_PARAMETERS, QueryParameter("agent_id", "only this agent's threads"))),
