@@ -197,12 +197,24 @@ class SearchIn(OwnedBody):
         "Also answer the results rendered as prompt text (the SDK's formatted content)."))
 
 
+class LinkedRecord(Record):
+    """A record a search result reaches through a relation (``num_hops`` > 0)."""
+
+    relation_id: str
+    relation_type: str = Field(description=(
+        "The relation's type read from the record this one is linked under: the relation's own "
+        "type from its source (`supports`), the opposite type from its target "
+        "(`is_supported_by`)."))
+    linked: list[LinkedRecord] = Field(default_factory=list, description=(
+        "The records linked on from this one (the next hop)."))
+
+
 class SearchHit(BaseModel):
     """One search result."""
 
     record: Record
     distance: float | None = None
-    linked: list[Record] = Field(default_factory=list)
+    linked: list[LinkedRecord] = Field(default_factory=list)
 
 
 class SearchOut(BaseModel):
@@ -255,7 +267,8 @@ class Deleted(BaseModel):
 
 
 class ErasureReceipt(BaseModel):
-    """What ``DELETE /v1/me`` erased: counts per record type, and when."""
+    """What ``DELETE /v1/me`` erased: counts per record type and of relations (``relation``),
+    and when."""
 
     user_name: str
     erased_at: str

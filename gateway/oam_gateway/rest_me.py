@@ -9,6 +9,7 @@ from typing import Any
 
 from oracleagentmemory.apis.records import Record as SdkRecord
 from oracleagentmemory.apis.records import UserProfileRecord
+from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.core import OracleAgentMemory
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
 from starlette.responses import Response, StreamingResponse
@@ -79,6 +80,14 @@ def owned_records(store: OracleDBMemoryStore, user_name: str) -> dict[str, list[
     return found
 
 
+def owned_relations(store: OracleDBMemoryStore,
+                    records: dict[str, list[SdkRecord]]) -> list[RecordRelation]:
+    """The relations that start or end at one of the caller's ``records`` (erased with them)."""
+    owned_ids = {r.id for rs in records.values() for r in rs}
+    return [r for r in store.list_relations(limit=None)
+            if r.source_record_id in owned_ids or r.target_record_id in owned_ids]
+
+
 async def export(call: Call) -> Response:
     user_name = call.principal.user_name
 
@@ -86,10 +95,7 @@ async def export(call: Call) -> Response:
         store = client.store
         with store._atomic():  # one snapshot of everything
             records = owned_records(store, user_name)
-            owned_ids = {r.id for rs in records.values() for r in rs}
-            relations = [r for r in store.list_relations(limit=None)
-                         if r.source_record_id in owned_ids or r.target_record_id in owned_ids]
-            return records, relations
+            return records, owned_relations(store, records)
 
     records, relations = await call.sdk(work)
     call.event.result_count = sum(map(len, records.values())) + len(relations)
@@ -115,6 +121,7 @@ async def erase(call: Call) -> Response:
         with store._atomic():  # counted and erased in one transaction
             records = owned_records(store, user_name)
             counts = {record_type: len(items) for record_type, items in records.items()}
+            counts["relation"] = len(owned_relations(store, records))
             # The profile and, whether or not one exists, every row scoped to the user.
             client.delete_user(user_name, cascade=True)
             return counts

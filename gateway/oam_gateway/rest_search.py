@@ -9,7 +9,7 @@ from oracleagentmemory.core import OracleAgentMemory
 from starlette.responses import Response
 
 from oam_gateway.endpoints import Call, Endpoint, RequestRefused, json_response
-from oam_gateway.models import SearchHit, SearchIn, SearchOut
+from oam_gateway.models import LinkedRecord, SearchHit, SearchIn, SearchOut
 from oam_gateway.principal import READ_SCOPE
 from oam_gateway.views import record_view
 
@@ -37,11 +37,19 @@ def check_search(body: SearchIn, call: Call) -> None:
                              f"{limits.max_filter_depth} levels")
 
 
+def _linked(parent: SearchResult) -> list[LinkedRecord]:
+    """The records linked under ``parent``, each with its relation and its own links."""
+    return [LinkedRecord(**record_view(child.record).model_dump(), relation_id=relation.id,
+                         relation_type=relation.relation_type_from(parent.record.id),
+                         linked=_linked(child))
+            for relation, child in parent.linked_results]
+
+
 def _hit(result: SearchResult) -> SearchHit:
     distance = getattr(result, "distance", None)
     return SearchHit(record=record_view(result.record),
                      distance=distance if isinstance(distance, float) else None,
-                     linked=[record_view(linked.record) for _, linked in result.linked_results])
+                     linked=_linked(result))
 
 
 async def search(call: Call) -> Response:

@@ -36,6 +36,13 @@ class RecordRelation:
     metadata: dict[str, Any] | None = field(hash=False)
     created_at: str
 
+    def relation_type_from(self, record_id: str) -> str:
+        """The relation's type read from the side of ``record_id``: ``relation_type`` from its
+        source, ``opposite_relation_type`` from its target (``supports`` / ``is_supported_by``)."""
+        if record_id == self.source_record_id:
+            return self.relation_type
+        return self.opposite_relation_type
+
 
 MemoryLinkType = Literal["supersedes", "contradicts", "refines", "supports", "duplicates"]
 """The built-in relation types between memories."""

@@ -289,12 +289,6 @@ def _has_valid_record(result: SearchResult) -> bool:
     return any(_has_valid_record(child) for _, child in result.linked_results)
 
 
-def _relation_label(relation: RecordRelation, parent: SearchResult) -> str:
-    if relation.source_record_id == parent.record.id:
-        return relation.relation_type
-    return relation.opposite_relation_type
-
-
 def _field(lines: list[str], depth: int, name: str, value: str) -> None:
     lines.append(f"{_INDENT * depth}<{name}>{escape_text(value)}</{name}>")
 
@@ -346,7 +340,8 @@ def _render_links(result: SearchResult, options: _Options, depth: int,
     lines.append(f"{pad}<linked_records>")
     for relation, child in links:
         lines.append(f"{pad}{_INDENT}<linked_record>")
-        _field(lines, depth + 2, "relation_type", _relation_label(relation, result))
+        _field(lines, depth + 2, "relation_type",
+               relation.relation_type_from(result.record.id))
         show_content = options.include_invalid_results or child.status is not RecordStatus.INVALID
         _render(child, options, depth + 2, lines, with_content=show_content)
         lines.append(f"{pad}{_INDENT}</linked_record>")
