@@ -152,6 +152,11 @@ def read_items() -> list[tuple[str, Item]]:
             o, RecordQuery("image", user_id="alice", include_bytes=True))),
         ("select_records: thread summaries", reads.select_records(
             o, RecordQuery("thread_summary", thread_id="t1"))),
+        ("select_records: keyset page of facts, from the newest", reads.select_records(
+            o, RecordQuery("fact", user_id="alice", limit=3, older_than=None))),
+        ("select_records: keyset page of threads, older than a position", reads.select_records(
+            o, RecordQuery("thread", user_id="alice", limit=3,
+                           older_than=(datetime(2026, 1, 2, 3, 4, 5, 6, timezone.utc), "t9")))),
         ("select_thread_messages: last 10 in a range", reads.select_thread_messages(
             o, MessageQuery("t1", last_n=10, range_start_seq_no=2, range_end_seq_no=40))),
         ("select_thread_messages: all", reads.select_thread_messages(o, MessageQuery("t1"))),
@@ -314,7 +319,7 @@ def test_every_statement_parses_into_a_real_expression() -> None:
     for _, item in all_items():
         tree = parse(statement_of(item))
         kinds[tree.key] = kinds.get(tree.key, 0) + 1
-    assert kinds == {"insert": 9, "select": 18, "update": 12, "delete": 21}, kinds
+    assert kinds == {"insert": 9, "select": 20, "update": 12, "delete": 21}, kinds
 
 
 @pytest.mark.parametrize("broken", [

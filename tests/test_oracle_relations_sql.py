@@ -11,10 +11,10 @@ that changes only spelling (``WITH RECURSIVE``, ``CYCLE ... USING path``, ``varc
 binds), against a breadth-first reference of the core's hop-by-hop walk on random graphs with
 links to ids that are no visible memory: this checks the query's anchor, recursion bound,
 cycle handling, visibility rule, order and row limit, not Oracle's acceptance of the text.
-The same way, ``select_relations`` (limit and order), ``links_touching`` and the owner rules
-(``memory_types``, ``lifecycle_targets_from``, ``delete_links_of``, ``recompute_status``) are
-run next to the PostgreSQL engine's functions on the same random rows, and must return and
-leave the same rows.
+The same way, ``select_relations`` (limit, order, keyset pages), ``links_touching`` and the
+owner rules (``memory_types``, ``lifecycle_targets_from``, ``delete_links_of``,
+``recompute_status``) are run next to the PostgreSQL engine's functions on the same random
+rows, and must return and leave the same rows.
 """
 
 from __future__ import annotations
@@ -78,6 +78,9 @@ def scenarios() -> dict[str, list[Statement]]:
             relations.select_relations(o, RelationQuery(
                 relation_id="r1", source_type="fact", target_id="m2", target_type="memory",
                 metadata_filter=And(())), metadata=FILTER),
+            relations.select_relations(o, RelationQuery(limit=2, older_than=None)),
+            relations.select_relations(o, RelationQuery(source_id="m1", limit=2,
+                                                        older_than=(TS, "r9"))),
         ],
         "update": [
             relations.update_relation(o, RelationChange(relation_id="r1")),
@@ -126,7 +129,7 @@ def test_every_statement_parses_into_a_real_expression() -> None:
             for table in tree.find_all(exp.Table):
                 if table.name.startswith("ST_"):
                     assert table.db == "OAM_OWNER", statement.sql
-    assert kinds == {"select": 7, "insert": 1, "update": 3, "delete": 2}
+    assert kinds == {"select": 9, "insert": 1, "update": 3, "delete": 2}
 
 
 @pytest.mark.parametrize("broken", [
@@ -406,6 +409,9 @@ def postgres_statement(statement: Statement) -> tuple[str, dict[str, Any]]:
     translated = statement.sql.replace("VARCHAR2(128 CHAR)", "varchar(128)")
     translated = translated.replace("SYSTIMESTAMP", "now()")
     translated = re.sub(r"SYS_EXTRACT_UTC\(((?:l\.)?\w+)\)", r"\1", translated)
+    translated = re.sub(r"NLSSORT\((:?\w+), 'NLS_SORT=BINARY'\)", r'(\1 COLLATE "C")', translated)
+    translated = re.sub(r"FROM_TZ\(CAST\((:\w+) AS TIMESTAMP\), 'UTC'\)",
+                        r"(CAST(\1 AS timestamp) AT TIME ZONE 'UTC')", translated)
     json_binds = {name for name, kind in statement.input_sizes.items()
                   if kind is oracledb.DB_TYPE_JSON}
     translated = re.sub(r":(\w+)", lambda m: f"%({m[1]})s::jsonb" if m[1] in json_binds
@@ -425,7 +431,8 @@ def owner_rule_tables(conn: psycopg.Connection[Any], rng: random.Random) -> None
         (a, owner_a), (b, owner_b) = rng.sample(sorted(memories, key=str), 2)
         if a != b:
             owner = owner_a or owner_b
-            links.append((f"r{n}", a, b, rng.choice(["refines", "supersedes", "about"]), owner))
+            links.append((f"r{n}", a, b, rng.choice(["refines", "supersedes", "about"]), owner,
+                          TS + timedelta(seconds=rng.choice([0, 0, 1, 2]))))  # ties
     for schema, memory, link in (("oam_owner", "st_memory", "st_memory_link"),
                                  ('"OAM_OWNER"', '"ST_MEMORY"', '"ST_MEMORY_LINK"')):
         conn.execute(f"CREATE SCHEMA {schema}")
@@ -442,7 +449,8 @@ def owner_rule_tables(conn: psycopg.Connection[Any], rng: random.Random) -> None
                          "VALUES (%s, 'fact', %s, %s)", (memory_id, f"t{n % 2}", owner))
         for link_row in links:
             conn.execute(f"INSERT INTO {schema}.{link} (id, source_id, target_id, "
-                         "relation_type, user_id) VALUES (%s, %s, %s, %s, %s)", link_row)
+                         "relation_type, user_id, created_at) VALUES (%s, %s, %s, %s, %s, %s)",
+                         link_row)
 
 
 @pytest.mark.parametrize("trial", range(5))
@@ -486,7 +494,10 @@ def test_owner_rules_match_the_postgresql_engine(pg_url: str, trial: int) -> Non
         assert oracle_targets == pg_targets
 
         for query in (RelationQuery(), RelationQuery(relation_type="refines", limit=2),
-                      RelationQuery(source_id="m1", limit=3)):
+                      RelationQuery(source_id="m1", limit=3),
+                      RelationQuery(older_than=None), RelationQuery(limit=3, older_than=None),
+                      RelationQuery(older_than=(TS + timedelta(seconds=1), "r5")),
+                      RelationQuery(limit=2, older_than=(TS, "r3"))):
             oracle_ids = [r[0] for r in run(relations.select_relations(o, query))]
             assert oracle_ids == [r["id"] for r in pg_relations.select_relations(
                 conn, pg_names, query)]

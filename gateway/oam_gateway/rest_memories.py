@@ -26,7 +26,7 @@ from oam_gateway.models import (
 )
 from oam_gateway.pagination import page_of, page_request
 from oam_gateway.principal import READ_SCOPE, WRITE_SCOPE
-from oam_gateway.rest_threads import PAGE_PARAMETERS
+from oam_gateway.rest_threads import PAGE_PARAMETERS, record_position
 from oam_gateway.views import record_view, relation_view
 
 
@@ -108,16 +108,16 @@ async def delete_memory(call: Call) -> Response:
 
 
 async def list_memories(call: Call) -> Response:
-    page = page_request(call)
+    page = page_request(call, "memories")
     filters = {name: value for name in ("thread_id", "agent_id")
                if (value := call.query(name)) is not None}
 
     def work(client: OracleAgentMemory) -> list[Any]:
         with client.store._atomic():
             return client.list_memories(user_id=call.principal.user_name, limit=page.fetch,
-                                        **filters)
+                                        older_than=page.older_than, **filters)
 
-    result = page_of(await call.sdk(work), page)
+    result = page_of(await call.sdk(work), page, "memories", record_position)
     call.event.result_count = len(result.items)
     return json_response(Page(items=[record_view(r) for r in result.items],
                               next_cursor=result.next_cursor))
@@ -177,15 +177,17 @@ async def add_relation(call: Call) -> Response:
 
 
 async def list_relations(call: Call) -> Response:
-    page = page_request(call)
+    page = page_request(call, "relations")
     filters = {name: value for name in ("relation_type", "source_record_id", "target_record_id")
                if (value := call.query(name)) is not None}
 
     def work(client: OracleAgentMemory) -> list[RecordRelation]:
-        found: list[RecordRelation] = client.store.list_relations(limit=page.fetch, **filters)
+        found: list[RecordRelation] = client.store.list_relations(
+            limit=page.fetch, older_than=page.older_than, **filters)
         return found
 
-    result = page_of(await call.sdk(work), page)
+    result = page_of(await call.sdk(work), page, "relations",
+                     lambda relation: (relation.created_at, relation.id))
     call.event.result_count = len(result.items)
     return json_response(RelationPage(items=[relation_view(r) for r in result.items],
                                       next_cursor=result.next_cursor))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from oracleagentmemory.apis.records import ThreadRecord
+from oracleagentmemory.apis.records import MessageRecord, ThreadRecord
+from oracleagentmemory.apis.records import Record as SdkRecord
 from oracleagentmemory.core import OracleAgentMemory
 from starlette.responses import Response
 
@@ -16,8 +17,16 @@ from oam_gateway.views import record_view
 
 PAGE_PARAMETERS = (
     QueryParameter("limit", "how many items the page holds", int),
-    QueryParameter("cursor", "the next_cursor of the previous page"),
+    QueryParameter("cursor", "the next_cursor of the previous page of this list: the next "
+                   "page starts strictly after its last item, so items added or deleted "
+                   "meanwhile are neither repeated nor skipped"),
 )
+
+
+def record_position(record: SdkRecord) -> tuple[str, str]:
+    """Where a record stands in a keyset list: its ``(timestamp, id)``."""
+    assert record.timestamp is not None  # stored records always carry a time
+    return record.timestamp, record.id
 
 
 def _thread(client: OracleAgentMemory, thread_id: str) -> ThreadRecord:
@@ -46,16 +55,16 @@ async def create_thread(call: Call) -> Response:
 
 
 async def list_threads(call: Call) -> Response:
-    page = page_request(call)
+    page = page_request(call, "threads")
     agent_id = call.query("agent_id")
 
     def work(client: OracleAgentMemory) -> list[ThreadRecord]:
         options: dict[str, Any] = {"user_id": call.principal.user_name, "limit": page.fetch}
         if agent_id is not None:
             options["agent_id"] = agent_id
-        return client.list_threads(**options)
+        return client.list_threads(**options, older_than=page.older_than)
 
-    result = page_of(await call.sdk(work), page)
+    result = page_of(await call.sdk(work), page, "threads", record_position)
     call.event.result_count = len(result.items)
     return json_response(Page(items=[record_view(r) for r in result.items],
                               next_cursor=result.next_cursor))
@@ -120,16 +129,17 @@ async def add_messages(call: Call) -> Response:
 
 async def list_messages(call: Call) -> Response:
     thread_id = call.path("thread_id")
-    page = page_request(call)
+    page = page_request(call, "messages")
     call.event.touched([thread_id])
 
-    def work(client: OracleAgentMemory) -> list[Any]:
+    def work(client: OracleAgentMemory) -> list[MessageRecord]:
         with client.store._atomic():
             _thread(client, thread_id)
-            return client.list_messages(user_id=call.principal.user_name,
-                                        thread_id=thread_id, limit=page.fetch)
+            found: list[MessageRecord] = client.store.list_thread_messages(
+                thread_id, last_n=page.fetch, range_end_seq_no=page.before_seq_no)
+            return found
 
-    result = page_of(await call.sdk(work), page)
+    result = page_of(await call.sdk(work), page, "messages", lambda message: message.seq_no)
     call.event.result_count = len(result.items)
     return json_response(Page(items=[record_view(r) for r in result.items],
                               next_cursor=result.next_cursor))

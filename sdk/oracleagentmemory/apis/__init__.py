@@ -2,6 +2,7 @@
 
 from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.embedders import IEmbedder
+from oracleagentmemory.apis.keyset import OlderThan
 from oracleagentmemory.apis.llms import ILlm, LlmResponse
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT, IMemoryStore, PendingRecordBatch
 from oracleagentmemory.apis.message import (
@@ -64,6 +65,7 @@ __all__ = [
     "Message",
     "MessageContent",
     "MessageRecord",
+    "OlderThan",
     "PendingRecordBatch",
     "PreferenceRecord",
     "Record",

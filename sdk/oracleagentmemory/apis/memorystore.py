@@ -20,6 +20,7 @@ from oracleagentmemory.apis.inputs import (
     RecordContents,
     Vector,
 )
+from oracleagentmemory.apis.keyset import OlderThan
 from oracleagentmemory.apis.records import MessageRecord, Record, RecordStatus
 from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
@@ -128,8 +129,13 @@ class IMemoryStore(ABC):
              agent_id: Omittable[str | None] = NOT_SET_MARKER,
              metadata_filter: Omittable[MetadataFilter] = NOT_SET_MARKER,
              include_bytes: Omittable[bool] = NOT_SET_MARKER,
-             record_id: Omittable[str] = NOT_SET_MARKER) -> builtins.list[Record]:
-        """List visible records of one type, oldest first within the returned window."""
+             record_id: Omittable[str] = NOT_SET_MARKER, *,
+             older_than: OlderThan | None = None) -> builtins.list[Record]:
+        """List visible records of one type, oldest first within the returned window.
+
+        ``older_than`` (keyword-only, an extension of the spec) pages the list by
+        ``(timestamp, id)``: see :class:`~oracleagentmemory.apis.keyset.OlderThan`.
+        """
 
     @abstractmethod
     def list_thread_messages(self, /, thread_id: str, last_n: int | None = None,
@@ -179,9 +185,14 @@ class IMemoryStore(ABC):
                        target_record_type: Omittable[str] = NOT_SET_MARKER,
                        limit: Omittable[int | None] = NOT_SET_MARKER,
                        metadata_filter: Omittable[MetadataFilter] = NOT_SET_MARKER,
-                       relation_id: Omittable[str] = NOT_SET_MARKER,
+                       relation_id: Omittable[str] = NOT_SET_MARKER, *,
+                       older_than: OlderThan | None = None,
                        ) -> builtins.list[RecordRelation]:
-        """Relations in creation order."""
+        """Relations in creation order.
+
+        ``older_than`` (keyword-only, an extension of the spec) pages the relations by
+        ``(created_at, id)``: see :class:`~oracleagentmemory.apis.keyset.OlderThan`.
+        """
 
     @abstractmethod
     def update_relations(self, /, relation_ids: OneOrEach[str],

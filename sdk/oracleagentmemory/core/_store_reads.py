@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
 from oracleagentmemory.apis.records import MEMORY_TYPES, PROFILE_TYPES, MessageRecord, Record
+from oracleagentmemory.core._keyset import keyset_position
 from oracleagentmemory.core._records import MessageImages, message_image_owners, record_from_row
 from oracleagentmemory.core._validation import (
     check_bool,
@@ -45,14 +46,18 @@ class StoreReads:
     def list(self, record_type: str, limit: Any = NOT_SET_MARKER, thread_id: Any = NOT_SET_MARKER,
              user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
              metadata_filter: Any = NOT_SET_MARKER, include_bytes: Any = NOT_SET_MARKER,
-             record_id: Any = NOT_SET_MARKER) -> builtins.list[Record]:
-        """List the most recent visible records of one type, oldest first."""
+             record_id: Any = NOT_SET_MARKER, *,
+             older_than: Any = None) -> builtins.list[Record]:
+        """List the most recent visible records of one type, oldest first; ``older_than``
+        (an extension, see :class:`~oracleagentmemory.apis.keyset.OlderThan`) pages by
+        ``(timestamp, id)``."""
         record_type = check_record_type(record_type)
         effective_limit = MAX_LIST_LIMIT if limit is NOT_SET_MARKER else check_limit(limit, "limit")
         if record_type == "thread" and thread_id is not NOT_SET_MARKER:
             raise InvalidArgumentError(
                 "thread_id must not be set when listing threads; use record_id")
-        query = RecordQuery(record_type=record_type, limit=effective_limit)
+        query = RecordQuery(record_type=record_type, limit=effective_limit,
+                            older_than=keyset_position(older_than))
         if record_type not in PROFILE_TYPES:
             for argument, value in (("thread_id", thread_id), ("user_id", user_id),
                                     ("agent_id", agent_id)):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
 from oracleagentmemory.apis.relations import LIFECYCLE_RELATION_TYPES, RecordRelation
+from oracleagentmemory.core._keyset import keyset_position
 from oracleagentmemory.core._relations import (
     plan_add_relations,
     plan_update_relations,
@@ -133,10 +134,14 @@ class StoreRelations:
                        target_record_id: Any = NOT_SET_MARKER,
                        target_record_type: Any = NOT_SET_MARKER, limit: Any = NOT_SET_MARKER,
                        metadata_filter: Any = NOT_SET_MARKER,
-                       relation_id: Any = NOT_SET_MARKER) -> builtins.list[RecordRelation]:
-        """Relations in creation order (the most recent ``limit``, default MAX_LIST_LIMIT)."""
+                       relation_id: Any = NOT_SET_MARKER, *,
+                       older_than: Any = None) -> builtins.list[RecordRelation]:
+        """Relations in creation order (the most recent ``limit``, default MAX_LIST_LIMIT);
+        ``older_than`` (an extension, see :class:`~oracleagentmemory.apis.keyset.OlderThan`)
+        pages by ``(created_at, id)``."""
         query = RelationQuery(
-            limit=MAX_LIST_LIMIT if limit is NOT_SET_MARKER else check_limit(limit, "limit"))
+            limit=MAX_LIST_LIMIT if limit is NOT_SET_MARKER else check_limit(limit, "limit"),
+            older_than=keyset_position(older_than))
         for argument, attribute, value in (
             ("relation_type", "relation_type", relation_type),
             ("source_record_id", "source_id", source_record_id),

@@ -11,6 +11,7 @@ from uuid import uuid4
 from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
 from oracleagentmemory.apis.agentmemory import IAgentMemory
 from oracleagentmemory.apis.asynctwin import AsyncTwin
+from oracleagentmemory.apis.keyset import OlderThan
 from oracleagentmemory.apis.memorystore import MAX_LIST_LIMIT
 from oracleagentmemory.apis.records import (
     MEMORY_TYPES,
@@ -38,7 +39,7 @@ from oracleagentmemory.core._thread_settings import (
     resolve_settings,
     saved_payload,
 )
-from oracleagentmemory.core._validation import check_required_id
+from oracleagentmemory.core._validation import check_required_id, parse_timestamp
 from oracleagentmemory.core.imageinputlimitconfig import ImageInputLimitConfig
 from oracleagentmemory.core.memoryextraction import ResolvedExtraction, resolve_extraction
 from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
@@ -247,14 +248,17 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
 
     def list_threads(self, /, user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
                      metadata_filter: Any = NOT_SET_MARKER,
-                     limit: Any = NOT_SET_MARKER) -> builtins.list[ThreadRecord]:
-        """The most recent visible threads of a user (and agent), oldest first."""
+                     limit: Any = NOT_SET_MARKER, *,
+                     older_than: OlderThan | None = None) -> builtins.list[ThreadRecord]:
+        """The most recent visible threads of a user (and agent), oldest first; ``older_than``
+        (an extension, see :class:`~oracleagentmemory.apis.keyset.OlderThan`) pages them by
+        ``(timestamp, id)``."""
         if user_id is NOT_SET_MARKER:
             user_id = self._store._default_user_id()
             if user_id is NOT_SET_MARKER:
                 raise InvalidArgumentError("user_id is required", argument="user_id")
         records = self._store.list("thread", limit=limit, user_id=user_id, agent_id=agent_id,
-                                   metadata_filter=metadata_filter)
+                                   metadata_filter=metadata_filter, older_than=older_than)
         return [r for r in records if isinstance(r, ThreadRecord)]
 
     def delete_thread(self, /, thread_id: str) -> int:
@@ -441,16 +445,22 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
 
     def list_memories(self, /, user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
                       thread_id: Any = NOT_SET_MARKER, metadata_filter: Any = NOT_SET_MARKER,
-                      limit: Any = NOT_SET_MARKER) -> builtins.list[MemoryRecord]:
-        """The most recent visible memories of every memory type, oldest first."""
+                      limit: Any = NOT_SET_MARKER, *,
+                      older_than: OlderThan | None = None) -> builtins.list[MemoryRecord]:
+        """The most recent visible memories of every memory type, oldest first;
+        ``older_than`` (an extension, see :class:`~oracleagentmemory.apis.keyset.OlderThan`)
+        pages them by ``(timestamp, id)``."""
         cap = MAX_LIST_LIMIT if limit is NOT_SET_MARKER else limit
         found: list[MemoryRecord] = []
         for record_type in sorted(MEMORY_TYPES):
             found.extend(r for r in self._store.list(
                 record_type, limit=cap, user_id=user_id, agent_id=agent_id,
-                thread_id=thread_id, metadata_filter=metadata_filter)
+                thread_id=thread_id, metadata_filter=metadata_filter, older_than=older_than)
                 if isinstance(r, MemoryRecord))
-        found.sort(key=lambda r: (r.timestamp or "", r.id))
+        if older_than is None:
+            found.sort(key=lambda r: (r.timestamp or "", r.id))
+        else:  # the engines' keyset order: by time, then by id's code points
+            found.sort(key=lambda r: (parse_timestamp(r.timestamp, "timestamp"), r.id))
         return found if cap is None else found[-cap:] if cap else []
 
     def list_messages(self, /, user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,

@@ -100,6 +100,10 @@ T = TypeVar("T")
 OrUnset = Union[T, Literal[Unset.UNSET]]  # noqa: UP007  (a generic alias needs Union)
 """A plan field's value, or :data:`UNSET`."""
 
+Keyset = tuple[datetime, str]
+"""A keyset position: a row's order time (aware) and id; lists keep the rows strictly older."""
+
+
 @dataclass
 class ImageBody:
     """What an image record stores besides its scope: the validated bytes and their format, the
@@ -256,6 +260,10 @@ class RecordQuery:
     """``UNSET``: no filter; ``None``: records without metadata; :class:`And`: compiled filter."""
     limit: int | None = None
     """Most recent ``limit`` rows (returned oldest first); ``None`` for all."""
+    older_than: OrUnset[Keyset | None] = UNSET
+    """``UNSET``: "most recent" is by insertion order; otherwise by ``(coalesce(event_ts,
+    created_at), id)`` (ids by code point), and a :data:`Keyset` keeps only the rows strictly
+    before it (``None``: from the newest)."""
     include_bytes: bool = False
     """Images: load their bytes (``bytes`` is ``None`` otherwise). Message image parts' bytes
     come from :meth:`EngineSession.select_message_images`."""
@@ -352,6 +360,8 @@ class RelationQuery:
     target_type: OrUnset[str] = UNSET
     metadata_filter: OrUnset[And | None] = UNSET
     limit: int | None = None
+    older_than: OrUnset[Keyset | None] = UNSET
+    """Like :attr:`RecordQuery.older_than`, by ``(created_at, id)``."""
 
 
 @dataclass

@@ -11,7 +11,7 @@ Metadata filters are compiled elsewhere (``engines/oracle/filters.py``): a read 
 takes the compiled ``(sql_fragment, binds)``, a predicate on the unqualified ``metadata``
 column, whose bind names must not collide with the names bound here (``key_*``,
 ``record_type``, ``record_id``, ``actor_type``, ``thread_id``, ``user_id``, ``agent_id``,
-``limit_n``, ``range_start``, ``range_end``, ``messages``).
+``limit_n``, ``range_start``, ``range_end``, ``messages``, ``older_ts``, ``older_id``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Union
 
-from oracleagentmemory.engines.interfaces import UNSET, MessageQuery, RecordQuery
+from oracleagentmemory.engines.interfaces import UNSET, Keyset, MessageQuery, OrUnset, RecordQuery
 from oracleagentmemory.engines.layout import EXPIRING_TABLES, TABLE_OF_TYPE
-from oracleagentmemory.engines.oracle.binds import utc_from_fetch
+from oracleagentmemory.engines.oracle.binds import (
+    timestamp_bind,
+    timestamp_input_sizes,
+    utc_from_fetch,
+    utc_timestamp_sql,
+)
 from oracleagentmemory.engines.oracle.names import OracleObjects
 from oracleagentmemory.engines.oracle.record_sql import (
     NOT_EXPIRED,
@@ -48,19 +53,40 @@ the fragment ``BindSet.statement(predicate)`` returns (with the binds' input siz
 
 
 def newest_oldest_first(o: OracleObjects, logical: str, columns: tuple[Column, ...],
-                        where: Sequence[str], binds: dict[str, Any], order_column: str,
-                        limit: int | None, input_sizes: Mapping[str, Any] | None = None
-                        ) -> Query:
-    """The newest ``limit`` rows (all when ``None``) by ``order_column``, decoded oldest
-    first."""
+                        where: Sequence[str], binds: dict[str, Any],
+                        order_keys: Sequence[str], limit: int | None,
+                        input_sizes: Mapping[str, Any] | None = None) -> Query:
+    """The newest ``limit`` rows (all when ``None``) by ``order_keys`` (oldest first when
+    ascending), decoded oldest first."""
     condition = " AND ".join(where) if where else "1 = 1"
     sql = (f"SELECT {select_list(columns)} FROM {o.table(logical)} WHERE {condition} "
-           f"ORDER BY {order_column} DESC")
+           f"ORDER BY {', '.join(f'{key} DESC' for key in order_keys)}")
     if limit is not None:
         sql += " FETCH FIRST :limit_n ROWS ONLY"
         binds = merge_binds(binds, {"limit_n": limit})
     return Query(Statement(sql=sql, binds=binds, input_sizes=dict(input_sizes or {})),
                  columns, newest_first=True)
+
+
+def keyset_order(time: str, id_column: str, older_than: OrUnset[Keyset | None],
+                 default_key: str) -> tuple[tuple[str, ...], list[str], dict[str, Any],
+                                            dict[str, Any]]:
+    """A list's order keys (ascending: oldest first), and the condition, binds and input
+    sizes of its keyset position: ``default_key`` when ``older_than`` is ``UNSET``, else
+    ``(time, id_column)`` with ids in code-point order (binary ``NLSSORT`` of AL32UTF8),
+    strictly older than the position when one is given (binds ``older_ts``, ``older_id``)."""
+    if older_than is UNSET:
+        return (default_key,), [], {}, {}
+    binary_id = f"NLSSORT({id_column}, 'NLS_SORT=BINARY')"
+    keys = (time, binary_id)
+    if older_than is None:
+        return keys, [], {}, {}
+    at = utc_timestamp_sql("older_ts")
+    condition = (f"({time} < {at} OR ({time} = {at} AND "
+                 f"{binary_id} < NLSSORT(:older_id, 'NLS_SORT=BINARY')))")
+    return (keys, [condition], {"older_ts": timestamp_bind(older_than[0]),
+                                "older_id": older_than[1]},
+            timestamp_input_sizes("older_ts"))
 
 
 def scope_conditions(scope: Iterable[tuple[str, Any]]) -> tuple[list[str], dict[str, Any]]:
@@ -121,9 +147,13 @@ def select_records(o: OracleObjects, query: RecordQuery,
     metadata, metadata_binds, sizes = metadata_conditions(query.metadata_filter,
                                                           compiled_filter)
     where.extend(metadata)
-    return newest_oldest_first(o, logical, select_columns(logical, query.include_bytes), where,
-                               merge_binds(binds, metadata_binds), "row_seq", query.limit,
-                               sizes)
+    keys, position, position_binds, position_sizes = keyset_order(
+        "COALESCE(event_ts, created_at)", "actor_id" if logical == "actor_profile" else "id",
+        query.older_than, "row_seq")
+    return newest_oldest_first(o, logical, select_columns(logical, query.include_bytes),
+                               [*where, *position],
+                               merge_binds(binds, metadata_binds, position_binds), keys,
+                               query.limit, {**sizes, **position_sizes})
 
 
 def select_thread_messages(o: OracleObjects, query: MessageQuery) -> Query:
@@ -136,8 +166,8 @@ def select_thread_messages(o: OracleObjects, query: MessageQuery) -> Query:
     if query.range_end_seq_no is not None:
         where.append("seq_no < :range_end")
         binds["range_end"] = query.range_end_seq_no
-    return newest_oldest_first(o, "message", SELECT_COLUMNS["message"], where, binds, "seq_no",
-                               query.last_n)
+    return newest_oldest_first(o, "message", SELECT_COLUMNS["message"], where, binds,
+                               ("seq_no",), query.last_n)
 
 
 def select_message_images(o: OracleObjects, messages: Sequence[tuple[str, str | None]]

@@ -40,6 +40,7 @@ from oracleagentmemory.engines.oracle.driver_errors import (
     unique_violation_constraint,
 )
 from oracleagentmemory.engines.oracle.names import OracleObjects
+from oracleagentmemory.engines.oracle.reads import keyset_order
 from oracleagentmemory.engines.oracle.record_sql import json_value
 from oracleagentmemory.engines.oracle.statement import (
     ID_COLUMN_TYPE,
@@ -202,21 +203,33 @@ def select_relations(o: OracleObjects, query: RelationQuery,
             "select_relations: pass the rendered metadata filter exactly when the query has one")
     if metadata is not None:
         predicate, filter_binds = metadata
-        clash = set(filter_binds) & (set(binds) | {"row_limit"})
+        clash = set(filter_binds) & (set(binds) | {"row_limit", "older_ts", "older_id"})
         if clash:
             raise InvalidArgumentError(f"metadata filter bind names clash: {sorted(clash)}")
         where.append(predicate)
         binds.update(filter_binds)
+    order_keys, position, position_binds, position_sizes = keyset_order(
+        "created_at", "id", query.older_than, "row_seq")
+    where.extend(position)
+    binds.update(position_binds)
     condition = " AND ".join(where) if where else "1 = 1"
-    inner = f"SELECT {_columns()}, row_seq FROM {o.table('memory_link')} WHERE {condition}"
+    # The order keys are selected as order_key_N (row_seq as itself) for the outer ORDER BY.
+    order_names = (("row_seq",) if order_keys == ("row_seq",)
+                   else tuple(f"order_key_{n}" for n in range(len(order_keys))))
+    selected = ", ".join(key if key == name else f"{key} AS {name}"
+                         for key, name in zip(order_keys, order_names, strict=True))
+    inner = f"SELECT {_columns()}, {selected} FROM {o.table('memory_link')} WHERE {condition}"
     keys = ", ".join(f'"{key}"' for key in RELATION_KEYS)
+    oldest_first = ", ".join(order_names)
     if query.limit is None:
-        sql = f"SELECT {keys} FROM ({inner}) ORDER BY row_seq"
+        sql = f"SELECT {keys} FROM ({inner}) ORDER BY {oldest_first}"
     else:
         binds["row_limit"] = query.limit
-        sql = (f"SELECT {keys} FROM ({inner} ORDER BY row_seq DESC FETCH FIRST :row_limit "
-               "ROWS ONLY) ORDER BY row_seq")
-    return Statement(sql=sql, binds=binds, input_sizes=dict(metadata_input_sizes or {}),
+        newest_first = ", ".join(f"{name} DESC" for name in order_names)
+        sql = (f"SELECT {keys} FROM ({inner} ORDER BY {newest_first} FETCH FIRST :row_limit "
+               f"ROWS ONLY) ORDER BY {oldest_first}")
+    return Statement(sql=sql, binds=binds,
+                     input_sizes={**(metadata_input_sizes or {}), **position_sizes},
                      columns=tuple(RELATION_KEYS))
 
 

@@ -22,6 +22,7 @@ from oracleagentmemory.engines.postgres.filters import (
 )
 from oracleagentmemory.engines.postgres.record_sql import (
     SELECT_COLUMNS,
+    keyset_order,
     newest_oldest_first,
     record_key,
     select_columns,
@@ -57,8 +58,12 @@ def select_records(conn: psycopg.Connection[Any], names: StoreNames,
     metadata, metadata_params = metadata_predicates(query.metadata_filter)
     where.extend(metadata)
     params.extend(metadata_params)
+    order, position, position_params = keyset_order(
+        "coalesce(event_ts, created_at)", "actor_id" if logical == "actor_profile" else "id",
+        query.older_than, "row_seq")
     return newest_oldest_first(conn, sql.SQL(select_columns(logical, query.include_bytes)),
-                               q.table(names, logical), where, "row_seq", query.limit, params)
+                               q.table(names, logical), [*where, *position], order,
+                               query.limit, [*params, *position_params])
 
 
 def select_thread_messages(

@@ -9,6 +9,8 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from oracleagentmemory.engines.interfaces import UNSET, Keyset, OrUnset
+
 # SELECT lists per table; every list yields the same neutral keys.
 SELECT_COLUMNS = {
     "memory": "id, record_type, thread_id, user_id, agent_id, content, NULL::jsonb AS "
@@ -57,14 +59,31 @@ def record_key(logical: str, *, type_filter: bool, record_type: str,
     return sql.SQL("id = %s"), [record_id]
 
 
+def keyset_order(time: str, id_column: str, older_than: OrUnset[Keyset | None],
+                 default_column: str) -> tuple[sql.Composable, list[sql.Composable], list[Any]]:
+    """The newest-first ORDER BY of a list, and the predicate and parameters of its keyset
+    position: by ``default_column`` when ``older_than`` is ``UNSET``, else by ``(time,
+    id_column)`` with ids in code-point order (``COLLATE "C"``), strictly older than the
+    position when one is given."""
+    if older_than is UNSET:
+        return sql.SQL("{} DESC").format(sql.Identifier(default_column)), [], []
+    key = sql.SQL('{}, {} COLLATE "C"').format(sql.SQL(time), sql.Identifier(id_column))
+    order = sql.SQL('{} DESC, {} COLLATE "C" DESC').format(sql.SQL(time),
+                                                           sql.Identifier(id_column))
+    if older_than is None:
+        return order, [], []
+    return order, [sql.SQL("({}) < (%s, %s)").format(key)], [older_than[0], older_than[1]]
+
+
 def newest_oldest_first(conn: psycopg.Connection[Any], columns: sql.Composable,
                         table: sql.Composable, where: Sequence[sql.Composable],
-                        order_column: str, limit: int | None,
+                        order: str | sql.Composable, limit: int | None,
                         params: list[Any]) -> list[dict[str, Any]]:
-    """The newest ``limit`` rows (all when ``None``) by ``order_column``, returned oldest first."""
-    statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {} DESC{}").format(
+    """The newest ``limit`` rows (all when ``None``) by ``order`` (a column, or a composed
+    newest-first ORDER BY list), returned oldest first."""
+    statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {}{}").format(
         columns, table, sql.SQL(" AND ").join(where) if where else sql.SQL("true"),
-        sql.Identifier(order_column),
+        sql.SQL("{} DESC").format(sql.Identifier(order)) if isinstance(order, str) else order,
         sql.SQL(" LIMIT %s") if limit is not None else sql.SQL(""),
     )
     with conn.cursor(row_factory=dict_row) as cur:

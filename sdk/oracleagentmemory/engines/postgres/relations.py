@@ -21,7 +21,7 @@ from oracleagentmemory.engines.interfaces import UNSET, RelationChange, Relation
 from oracleagentmemory.engines.layout import LIFECYCLE_RELATION_TYPES
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.filters import metadata_predicates
-from oracleagentmemory.engines.postgres.record_sql import newest_oldest_first
+from oracleagentmemory.engines.postgres.record_sql import keyset_order, newest_oldest_first
 from oracleagentmemory.errors import DuplicateRelationError
 
 LIFECYCLE_TYPES = sorted(LIFECYCLE_RELATION_TYPES)
@@ -90,8 +90,11 @@ def select_relations(conn: psycopg.Connection[Any], names: StoreNames,
     metadata, metadata_params = metadata_predicates(query.metadata_filter)
     where.extend(metadata)
     params.extend(metadata_params)
-    return newest_oldest_first(conn, _COLUMNS, q.table(names, "memory_link"), where, "row_seq",
-                               query.limit, params)
+    order, position, position_params = keyset_order("created_at", "id", query.older_than,
+                                                    "row_seq")
+    return newest_oldest_first(conn, _COLUMNS, q.table(names, "memory_link"),
+                               [*where, *position], order, query.limit,
+                               [*params, *position_params])
 
 
 def update_relation(conn: psycopg.Connection[Any], names: StoreNames,

@@ -37,6 +37,17 @@ SELECT id, 'image' AS record_type, thread_id, user_id, agent_id, description AS 
 -- binds: thread_id='t1'
 SELECT id, 'thread_summary' AS record_type, thread_id, user_id, agent_id, content, NULL AS content_parts, metadata, SYS_EXTRACT_UTC(COALESCE(event_ts, created_at)) AS ts, SYS_EXTRACT_UTC(event_ts) AS event_ts, status, NULL AS role, covered_through_seq_no AS seq_no FROM "OAM_OWNER"."ST_THREAD_SUMMARY" WHERE thread_id = :thread_id AND (expires_at IS NULL OR expires_at > SYSTIMESTAMP) ORDER BY row_seq DESC;
 
+-- select_records: keyset page of facts, from the newest
+-- decoded keys: id, record_type, thread_id, user_id, agent_id, content, content_parts, metadata, ts, event_ts, status, role, seq_no (fetched newest first, returned oldest first)
+-- binds: limit_n=3, record_type='fact', user_id='alice'
+SELECT id, record_type, thread_id, user_id, agent_id, content, NULL AS content_parts, metadata, SYS_EXTRACT_UTC(COALESCE(event_ts, created_at)) AS ts, SYS_EXTRACT_UTC(event_ts) AS event_ts, status, NULL AS role, NULL AS seq_no FROM "OAM_OWNER"."ST_MEMORY" WHERE record_type = :record_type AND user_id = :user_id AND (expires_at IS NULL OR expires_at > SYSTIMESTAMP) ORDER BY COALESCE(event_ts, created_at) DESC, NLSSORT(id, 'NLS_SORT=BINARY') DESC FETCH FIRST :limit_n ROWS ONLY;
+
+-- select_records: keyset page of threads, older than a position
+-- decoded keys: id, record_type, thread_id, user_id, agent_id, content, content_parts, metadata, ts, event_ts, status, role, seq_no, runtime_config, runtime_state (fetched newest first, returned oldest first)
+-- binds: limit_n=3, older_id='t9', older_ts=datetime.datetime(2026, 1, 2, 3, 4, 5, 6), user_id='alice'
+-- input sizes: older_ts=DB_TYPE_TIMESTAMP
+SELECT id, 'thread' AS record_type, id AS thread_id, user_id, agent_id, NULL AS content, NULL AS content_parts, metadata, SYS_EXTRACT_UTC(COALESCE(event_ts, created_at)) AS ts, SYS_EXTRACT_UTC(event_ts) AS event_ts, 'valid' AS status, NULL AS role, NULL AS seq_no, runtime_config, runtime_state FROM "OAM_OWNER"."ST_THREAD" WHERE user_id = :user_id AND (COALESCE(event_ts, created_at) < FROM_TZ(CAST(:older_ts AS TIMESTAMP), 'UTC') OR (COALESCE(event_ts, created_at) = FROM_TZ(CAST(:older_ts AS TIMESTAMP), 'UTC') AND NLSSORT(id, 'NLS_SORT=BINARY') < NLSSORT(:older_id, 'NLS_SORT=BINARY'))) ORDER BY COALESCE(event_ts, created_at) DESC, NLSSORT(id, 'NLS_SORT=BINARY') DESC FETCH FIRST :limit_n ROWS ONLY;
+
 -- select_thread_messages: last 10 in a range
 -- decoded keys: id, record_type, thread_id, user_id, agent_id, content, content_parts, metadata, ts, event_ts, status, role, seq_no (fetched newest first, returned oldest first)
 -- binds: limit_n=10, range_end=40, range_start=2, thread_id='t1'
