@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
-from importlib import metadata
 
 from oracleagentmemory.errors import DatabaseUnavailableError, OracleAgentMemoryError
 from starlette.applications import Starlette
@@ -34,15 +33,9 @@ from oam_gateway.sdk_problems import sdk_problem
 from oam_gateway.settings import GatewaySettings
 from oam_gateway.stack import build_stack
 from oam_gateway.tenants import Tenants
+from oam_gateway.version import gateway_version
 
 _log = logging.getLogger(__name__)
-
-
-def _version() -> str:
-    try:
-        return metadata.version("oam-secure-gateway")
-    except metadata.PackageNotFoundError:
-        return "0"
 
 
 def create_app(settings: GatewaySettings, verifier: TokenVerifier | None = None,
@@ -51,7 +44,7 @@ def create_app(settings: GatewaySettings, verifier: TokenVerifier | None = None,
     token_verifier = verifier or TokenVerifier.from_settings(settings)
     tenants = Tenants(settings.tenant_settings(),
                       transaction_timeout_seconds=settings.limits.request_timeout_seconds)
-    document = openapi_document(endpoints, PROTECTED_PREFIX, _version())
+    document = openapi_document(endpoints, PROTECTED_PREFIX, gateway_version(), settings.limits)
     page = docs_page(document)
 
     async def healthz(request: Request) -> Response:

@@ -58,8 +58,10 @@ class Me(BaseModel):
 class ProfileIn(OwnedBody):
     """The caller's profile: what agents should know about them."""
 
-    information: str = Field(min_length=1)
-    metadata: Metadata | None = None
+    information: str = Field(min_length=1, description=(
+        "What agents should know about the user, as text."))
+    metadata: Metadata | None = Field(default=None, description=(
+        "Free-form JSON object stored with the record."))
 
 
 class Record(BaseModel):
@@ -79,7 +81,7 @@ class Record(BaseModel):
 
 
 class Page(BaseModel):
-    """One page of a list, newest first; ``next_cursor`` fetches the next (older) page."""
+    """One page of a list, newest first; next_cursor fetches the next (older) page."""
 
     items: list[Record]
     next_cursor: str | None = None
@@ -88,11 +90,13 @@ class Page(BaseModel):
 class ThreadIn(OwnedBody):
     """A new thread of the caller."""
 
-    thread_id: PathId | None = None
+    thread_id: PathId | None = Field(default=None, description=(
+        "The new thread's id; left out, one is generated."))
     agent_id: Id | None = Field(default=None, description=(
         "The thread's agent; left out, the thread gets a generated agent_id, which its "
         "messages carry."))
-    metadata: Metadata | None = None
+    metadata: Metadata | None = Field(default=None, description=(
+        "Free-form JSON object stored with the record."))
 
 
 class ThreadPatch(OwnedBody):
@@ -104,16 +108,20 @@ class ThreadPatch(OwnedBody):
 class MessageIn(RequestBody):
     """One message of a conversation."""
 
-    role: Literal["user", "assistant", "system", "tool"]
-    content: str
-    timestamp: str | None = None
-    metadata: Metadata | None = None
+    role: Literal["user", "assistant", "system", "tool"] = Field(description=(
+        "Who said it."))
+    content: str = Field(description="What was said.")
+    timestamp: str | None = Field(default=None, description=(
+        "When it was said (ISO 8601); left out, now."))
+    metadata: Metadata | None = Field(default=None, description=(
+        "Free-form JSON object stored with the record."))
 
 
 class MessagesIn(OwnedBody):
     """Messages appended to a thread, in order."""
 
-    messages: list[MessageIn] = Field(min_length=1)
+    messages: list[MessageIn] = Field(min_length=1, description=(
+        "The messages, oldest first."))
 
 
 class Ids(BaseModel):
@@ -125,22 +133,30 @@ class Ids(BaseModel):
 class MemoryIn(OwnedBody):
     """A new memory of the caller."""
 
-    content: str = Field(min_length=1)
-    memory_type: MemoryType = "memory"
-    memory_id: PathId | None = None
-    thread_id: Id | None = None
-    agent_id: Id | None = None
-    metadata: Metadata | None = None
-    timestamp: str | None = None
-    ttl_days: float | None = Field(default=None, gt=0)
+    content: str = Field(min_length=1, description="What to remember, as text.")
+    memory_type: MemoryType = Field(default="memory", description=(
+        "The kind of memory: memory, fact, preference or guideline."))
+    memory_id: PathId | None = Field(default=None, description=(
+        "The new memory's id; left out, one is generated."))
+    thread_id: Id | None = Field(default=None, description=(
+        "The thread it belongs to, if any."))
+    agent_id: Id | None = Field(default=None, description="The agent it belongs to, if any.")
+    metadata: Metadata | None = Field(default=None, description=(
+        "Free-form JSON object stored with the record."))
+    timestamp: str | None = Field(default=None, description=(
+        "When it happened (ISO 8601); left out, now."))
+    ttl_days: float | None = Field(default=None, gt=0, description=(
+        "Days after which it expires; left out, it does not."))
 
 
 class MemoryPatch(OwnedBody):
     """Changes to a memory: omitted fields are kept, metadata is replaced whole."""
 
-    content: str | None = Field(default=None, min_length=1)
-    metadata: Metadata | None = None
-    status: Literal["valid", "invalid"] | None = None
+    content: str | None = Field(default=None, min_length=1, description="The new content.")
+    metadata: Metadata | None = Field(default=None, description=(
+        "The new metadata (replaces the old whole)."))
+    status: Literal["valid", "invalid"] | None = Field(default=None, description=(
+        "invalid hides the memory from searches (unless they include invalid results)."))
 
 
 class BatchAdd(MemoryIn):
@@ -181,18 +197,23 @@ class BatchResult(BaseModel):
 class SearchIn(OwnedBody):
     """A search of the caller's records."""
 
-    query: str = Field(min_length=1)
-    k: int = Field(default=10, ge=1)
-    record_types: list[RecordTypeName] | None = None
+    query: str = Field(min_length=1, description="What to look for, in words.")
+    k: int = Field(default=10, ge=1, description="How many results at most.")
+    record_types: list[RecordTypeName] | None = Field(default=None, description=(
+        "Only records of these types; left out, every type."))
     thread_id: Id | None = Field(default=None, description=(
         "Only this thread's records (an exact match): memories stored without a thread are "
         "left out."))
     agent_id: Id | None = Field(default=None, description=(
         "Only this agent's records (an exact match): memories stored without an agent are left "
         "out. A thread created without agent_id has a generated one."))
-    metadata_filter: dict[str, Any] | None = None
-    num_hops: int = Field(default=0, ge=0, le=5)
-    include_invalid_results: bool = False
+    metadata_filter: dict[str, Any] | None = Field(default=None, description=(
+        "Only records whose metadata matches: each key's value must equal the given one, or "
+        "satisfy an operator object ($array_contains, $array_contains_any, $not)."))
+    num_hops: int = Field(default=0, ge=0, le=5, description=(
+        "How many relations to follow from each result to the memories linked to it."))
+    include_invalid_results: bool = Field(default=False, description=(
+        "Also find memories marked invalid."))
     formatted: bool = Field(default=False, description=(
         "Also answer the results rendered as prompt text (the SDK's formatted content)."))
 
@@ -227,14 +248,19 @@ class SearchOut(BaseModel):
 class RelationIn(OwnedBody):
     """A directed relation between two of the caller's memories."""
 
-    source_record_id: Id
-    source_record_type: MemoryType
-    target_record_id: Id
-    target_record_type: MemoryType
-    relation_type: str = Field(min_length=1, max_length=256)
-    opposite_relation_type: str | None = Field(default=None, min_length=1, max_length=256)
-    relation_id: PathId | None = None
-    metadata: Metadata | None = None
+    source_record_id: Id = Field(description="The memory the relation starts from.")
+    source_record_type: MemoryType = Field(description="The source memory's type.")
+    target_record_id: Id = Field(description="The memory the relation points to.")
+    target_record_type: MemoryType = Field(description="The target memory's type.")
+    relation_type: str = Field(min_length=1, max_length=256, description=(
+        "What the relation says, read from the source (supports, about...)."))
+    opposite_relation_type: str | None = Field(default=None, min_length=1, max_length=256,
+                                               description=(
+        "What it says read from the target (is_supported_by...), if it has a name."))
+    relation_id: PathId | None = Field(default=None, description=(
+        "The new relation's id; left out, one is generated."))
+    metadata: Metadata | None = Field(default=None, description=(
+        "Free-form JSON object stored with the record."))
 
 
 class Relation(BaseModel):

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from oam_gateway.endpoints import Endpoint
+from oam_gateway.limits import LimitSettings
 from oam_gateway.models import Problem
 from oam_gateway.problems import PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, TYPE_PREFIX
 
@@ -25,18 +26,24 @@ _ERRORS = {"400": "Invalid request", "401": "No valid bearer token",
            "503": "Database unavailable (see Retry-After)"}
 
 
-def openapi_document(endpoints: Sequence[Endpoint], prefix: str, version: str) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of ``endpoints`` served under ``prefix``."""
+def openapi_document(endpoints: Sequence[Endpoint], prefix: str, version: str,
+                     limits: LimitSettings) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of ``endpoints`` served under ``prefix``, with the bounds
+    ``limits`` sets on their bodies and query parameters."""
     models: set[type[BaseModel]] = {Problem}
     for endpoint in endpoints:
         models.update(m for m in (endpoint.body, endpoint.response) if m is not None)
     ordered = sorted(models, key=lambda m: m.__name__)
     _, schemas = models_json_schema([(m, "validation") for m in ordered],
                                     ref_template="#/components/schemas/{model}")
+    definitions = schemas.get("$defs", {})
+    for (model, field), bound in _body_bounds(limits).items():
+        if model in definitions:
+            definitions[model]["properties"][field].update(bound)
     paths: dict[str, dict[str, Any]] = {}
     for endpoint in endpoints:
         paths.setdefault(prefix + endpoint.path, {})[endpoint.method.lower()] = _operation(
-            endpoint)
+            endpoint, _query_bounds(limits))
     return {
         "openapi": "3.1.0",
         "info": {"title": "Oracle AI Agent Memory gateway", "version": version,
@@ -46,7 +53,7 @@ def openapi_document(endpoints: Sequence[Endpoint], prefix: str, version: str) -
                  f"their type URIs start with {TYPE_PREFIX}."},
         "paths": paths,
         "components": {
-            "schemas": schemas.get("$defs", {}),
+            "schemas": definitions,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
                                            "bearerFormat": "JWT"}},
         },
@@ -55,17 +62,32 @@ def openapi_document(endpoints: Sequence[Endpoint], prefix: str, version: str) -
     }
 
 
+def _body_bounds(limits: LimitSettings) -> dict[tuple[str, str], dict[str, int]]:
+    """The JSON-schema bounds the routes enforce from ``limits``, by (body model, field)."""
+    return {("SearchIn", "k"): {"maximum": limits.max_k},
+            ("SearchIn", "query"): {"maxLength": limits.max_query_chars},
+            ("BatchIn", "operations"): {"maxItems": limits.max_batch_operations},
+            ("MessagesIn", "messages"): {"maxItems": limits.max_batch_operations}}
+
+
+def _query_bounds(limits: LimitSettings) -> dict[str, dict[str, int]]:
+    """The JSON-schema bounds the routes enforce from ``limits``, by query parameter."""
+    return {"limit": {"minimum": 1, "maximum": limits.max_page_size,
+                      "default": limits.default_page_size}}
+
+
 def _ref(model: type[BaseModel]) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
-def _operation(endpoint: Endpoint) -> dict[str, Any]:
+def _operation(endpoint: Endpoint, query_bounds: dict[str, dict[str, int]]) -> dict[str, Any]:
     parameters: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
         for name in _PATH_PARAMETER.findall(endpoint.path)]
     parameters += [{"name": q.name, "in": "query", "required": False,
                     "description": q.description,
-                    "schema": {"type": _QUERY_TYPES.get(q.kind, "string")}}
+                    "schema": {"type": _QUERY_TYPES.get(q.kind, "string"),
+                               **query_bounds.get(q.name, {})}}
                    for q in endpoint.query]
     success: dict[str, Any] = {"description": "Success"}
     if endpoint.response is not None:
