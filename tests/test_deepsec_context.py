@@ -28,7 +28,11 @@ from oracleagentmemory.core.deepsec import (
     create_end_user_security_context,
     get_end_user_username,
 )
-from oracleagentmemory.errors import NotPermittedError, SecurityContextError
+from oracleagentmemory.errors import (
+    NotPermittedError,
+    OracleAgentMemoryError,
+    SecurityContextError,
+)
 from psycopg_pool import ConnectionPool
 
 NEEDS_CONTEXT = "needs an active OracleMemoryEndUserSecurityContext for every operation"
@@ -461,5 +465,34 @@ def test_pooled_connection_keeps_no_context_after_an_operation(dds: Any, store_i
             assert get_end_user_username(conn) is None
             assert conn.execute("SELECT current_setting('oam.end_user_assertion', true)"
                                 ).fetchone() in (("",), (None,))
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("failure", ["duplicate id", "invalid JSON text"])
+def test_a_failed_write_leaves_its_pooled_connection_serving_later_writes(
+        dds: Any, store_id: str, failure: str) -> None:
+    """A write whose pipeline fails part-way is rolled back through psycopg, which then drops
+    its prepared statements, so none the server skipped preparing is taken for a prepared one
+    (the rollback used to bypass psycopg: the pool's only connection then failed every later
+    write with 'prepared statement "_pg3_1" does not exist')."""
+    pool: ConnectionPool[Any] = ConnectionPool(dds.runtime_url, min_size=1, max_size=1, open=True)
+    try:
+        with pool.connection() as conn:
+            threshold = conn.prepare_threshold
+        assert threshold is not None and threshold > 1
+        with as_user(dds, "alice"):
+            store = open_runtime(dds, store_id, pool)
+            store.add(["first"], "memory", record_ids="taken", metadata={"k": "v"})
+            for index in range(threshold - 1):  # the next use of the statements prepares them
+                store.add([f"ordinary {index}"], "memory", metadata={"k": "v"})
+            with pytest.raises(OracleAgentMemoryError):
+                if failure == "duplicate id":
+                    store.add(["again"], "memory", record_ids="taken", metadata={"k": "v"})
+                else:  # PostgreSQL's JSON refuses a lone surrogate escape
+                    store.add(["lone"], "memory", metadata={"k": "\ud800"})
+            for index in range(threshold + 1):
+                store.add([f"after {index}"], "memory", metadata={"k": "v"})
+        assert len(owner_rows(dds, store_id)) == 1 + (threshold - 1) + (threshold + 1)
     finally:
         pool.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
@@ -70,11 +70,12 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any) -> Iterato
     """One transaction on an idle connection, run as ``security``'s end user.
 
     The steps of :func:`apply_security_context` and :func:`clear_security_context` with two
-    round trips fewer: ``BEGIN`` and the apply statement are pipelined, and ``COMMIT`` (or
-    ``ROLLBACK``) and the check that the assertion is gone travel as one simple-protocol
-    query. Neither carries a secret: the assertion is only ever a
+    round trips fewer: ``BEGIN`` and the apply statement are pipelined, and ``COMMIT`` and the
+    check that the assertion is gone travel as one simple-protocol query. Neither carries a
+    secret: the assertion is only ever a
     bound parameter, never statement text (which other sessions of the same login could read
-    in ``pg_stat_activity``). The check completes before the connection is released; a
+    in ``pg_stat_activity``). A failed transaction is rolled back through psycopg
+    (:func:`_roll_back`). The check completes before the connection is released; a
     connection that fails it is closed.
     """
     # The transaction is opened and ended here, through libpq, whatever the connection's
@@ -94,9 +95,9 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any) -> Iterato
         _check_seen(row, security, conn)
         yield
     except BaseException:
-        _end_and_check(conn, "ROLLBACK")
+        _roll_back(conn)
         raise
-    _end_and_check(conn, "COMMIT")
+    _commit_and_check(conn)
 
 
 def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str | None]:
@@ -127,8 +128,22 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
     return (None if raw is None else raw.decode(conn.info.encoding),)
 
 
-def _end_and_check(conn: psycopg.Connection[Any], command: str) -> None:
-    """End the transaction and check, in the same round trip, that no assertion survived.
+def _roll_back(conn: psycopg.Connection[Any]) -> None:
+    """Roll the failed transaction back through psycopg, then check that no assertion survived.
+
+    psycopg forgets its prepared statements on every rollback it runs (and deallocates them on
+    the server). A pipeline that failed part-way can leave its cache naming a statement whose
+    preparation the server skipped: kept, that entry fails every later use of the statement
+    on this connection, for every later caller of the pool (a ``ROLLBACK`` sent through libpq
+    directly hid the rollback from psycopg and left the entry in place).
+    """
+    with suppress(psycopg.Error):  # a broken session: the check finds it closed or discards it
+        conn.rollback()
+    clear_security_context(conn)
+
+
+def _commit_and_check(conn: psycopg.Connection[Any]) -> None:
+    """Commit and check, in the same round trip, that no assertion survived.
 
     One simple-protocol query (``COMMIT; SHOW oam.end_user_assertion``), sent through libpq
     directly. ``SHOW`` is a utility statement (nothing to plan) that fails only for a setting
@@ -137,7 +152,7 @@ def _end_and_check(conn: psycopg.Connection[Any], command: str) -> None:
     pgconn = conn.pgconn
     results: list[pq.abc.PGresult] = []
     try:
-        pgconn.send_query(f"{command}; SHOW oam.end_user_assertion".encode())
+        pgconn.send_query(b"COMMIT; SHOW oam.end_user_assertion")
         results = _results(conn, pipeline=False)
         _raise_first_error(conn, results)
         shown = results[-1]
@@ -147,21 +162,21 @@ def _end_and_check(conn: psycopg.Connection[Any], command: str) -> None:
         # COMMIT failed (the server rolled back) or the connection broke: check on its own,
         # discarding the connection if that fails, then report the original error.
         clear_security_context(conn)
-        if command == "COMMIT" and not (conn.closed and _ended(results, command)):
+        if not (conn.closed and _committed(results)):
             raise
         # Committed, and the session then ended (the server shutting down, say): the
         # assertion ended with it; the work is done and must be reported so.
         return
-    if conn.closed and _ended(results, command):
+    if conn.closed and _committed(results):
         return  # the session ended after the COMMIT: nothing of it survives
     _discard_unless_cleared(conn, row)
 
 
-def _ended(results: list[pq.abc.PGresult], command: str) -> bool:
-    """Whether the first result says ``command`` completed (a COMMIT of an aborted
-    transaction answers ROLLBACK)."""
+def _committed(results: list[pq.abc.PGresult]) -> bool:
+    """Whether the first result says COMMIT completed (a COMMIT of an aborted transaction
+    answers ROLLBACK)."""
     return (bool(results) and results[0].status == pq.ExecStatus.COMMAND_OK
-            and results[0].command_status == command.encode())
+            and results[0].command_status == b"COMMIT")
 
 
 def _results(conn: psycopg.Connection[Any], pipeline: bool) -> list[pq.abc.PGresult]:
