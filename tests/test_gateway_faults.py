@@ -30,6 +30,10 @@ from oracleagentmemory.core.deepsec.audit import enable_write_audit, list_write_
 REQUEST_TIMEOUT = 8.0
 WRITERS = 4
 USERS = ("faulty_a", "faulty_b")
+POOL_WAIT = 2.0
+"""The pool wait (``pool_timeout_seconds``) of the bounded-wait gateway."""
+CROWD = 16
+"""Concurrent writes sent to the bounded-wait gateway: eight per pooled connection."""
 
 
 @dataclass
@@ -69,6 +73,23 @@ def gateway(server: PrivateServer, tmp_path_factory: pytest.TempPathFactory
     settings = gateway_settings(dds, store_id, jwks, pool_max_size=4, pool_timeout_seconds=2.0,
                                 limits={"request_timeout_seconds": REQUEST_TIMEOUT,
                                         "rate_limit": None})
+    with serve(create_app(settings)) as url:
+        yield LiveGateway(url, dds, store_id)
+
+
+@pytest.fixture(scope="module")
+def bounded_gateway(server: PrivateServer, tmp_path_factory: pytest.TempPathFactory
+                    ) -> Iterator[LiveGateway]:
+    """A gateway with two pooled connections, each request waiting at most :data:`POOL_WAIT`
+    for one (a request timeout well past that, so a 503 is the pool wait's)."""
+    dds = server.dds
+    store_id = dds.new_store(vector_dim=64)
+    assert enable_write_audit(dds.secadmin_url, OWNER, store_id).enabled
+    jwks = tmp_path_factory.mktemp("bounded-gw") / "jwks.json"
+    jwks.write_text(json.dumps(dds.issuer.jwks()), encoding="utf-8")
+    settings = gateway_settings(dds, store_id, jwks, pool_max_size=2,
+                                pool_timeout_seconds=POOL_WAIT,
+                                limits={"request_timeout_seconds": 30.0, "rate_limit": None})
     with serve(create_app(settings)) as url:
         yield LiveGateway(url, dds, store_id)
 
@@ -205,3 +226,77 @@ def _check_stored_whole(gateway: LiveGateway, outcomes: list[Outcome]) -> None:
     assert {r.record_id for r in audit if r.operation == "insert"
             and r.record_type == "memory"} == {copy[0] for copies in stored.values()
                                                for copy in copies}
+
+
+def _crowd(gateway: LiveGateway, wave: str) -> list[Outcome]:
+    """:data:`CROWD` writes sent at once (alternately single adds and batches of three)."""
+    start = threading.Barrier(CROWD)
+    outcomes: list[Outcome] = []
+    lock = threading.Lock()
+
+    def write(number: int) -> None:
+        user = USERS[number % len(USERS)]
+        batch = number % 2 == 1
+        contents = [f"{wave}-{number}-{i}" for i in range(3 if batch else 1)]
+        with httpx.Client(base_url=gateway.url, timeout=60, headers={
+                "Authorization": f"Bearer {gateway.token(user)}"}) as http:
+            start.wait(30)
+            started = time.monotonic()
+            if batch:
+                answer = http.post("/v1/memories:batch", json={"operations": [
+                    {"op": "add", "content": c, "metadata": {"tag": c}} for c in contents]})
+            else:
+                answer = http.post("/v1/memories", json={
+                    "content": contents[0], "metadata": {"tag": contents[0]}})
+        outcome = Outcome(user, contents, batch, answer.status_code,
+                          time.monotonic() - started, answer.headers.get("retry-after"))
+        if answer.status_code == 201:
+            outcome.ids = [answer.json()["id"]]
+        elif answer.status_code == 200:
+            outcome.ids = [r["id"] for r in answer.json()["results"]]
+        else:
+            assert answer.json()["type"].endswith("/database-unavailable"), answer.text
+        with lock:
+            outcomes.append(outcome)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(CROWD)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(90)
+    assert len(outcomes) == CROWD, "a write got no answer"
+    return outcomes
+
+
+def test_one_request_waits_for_the_database_at_most_the_pool_wait(
+        server: PrivateServer, bounded_gateway: LiveGateway) -> None:
+    """However many requests queue for its two connections, and whatever a write does with the
+    database (a single add, a batch, the audit), each request waits for a pooled connection at
+    most ``pool_timeout_seconds`` in all, then answers 503: never one pool wait per queued
+    request ahead of it (a crowd of 16 on 2 connections waited up to 8 pool waits)."""
+    outcomes = _crowd(bounded_gateway, "before")  # positive control: the crowd is served
+    assert {o.status for o in outcomes} <= {200, 201}, [o.status for o in outcomes]
+    server.stop()
+    try:
+        for wave in ("down-1", "down-2"):  # the pool's connections broken, then none left
+            refused = _crowd(bounded_gateway, wave)
+            outcomes += refused
+            assert {o.status for o in refused} == {503}, [o.status for o in refused]
+            assert all(o.retry_after and int(o.retry_after) > 0 for o in refused)
+            # The bound plus a generous margin for a loaded machine, under two bounds.
+            slowest = max(o.seconds for o in refused)
+            assert slowest < POOL_WAIT * 1.9, sorted(round(o.seconds, 2) for o in refused)
+    finally:
+        server.start()
+    deadline = time.monotonic() + 90
+    with bounded_gateway.client(USERS[0]) as http:
+        while http.post("/v1/memories", json={
+                "content": "after-probe", "metadata": {"tag": "after-probe"}}).status_code != 201:
+            assert time.monotonic() < deadline, "the gateway did not recover"
+            time.sleep(0.2)
+    after = _crowd(bounded_gateway, "after")  # positive control: served again
+    assert {o.status for o in after} <= {200, 201}, [o.status for o in after]
+    probe = Outcome(USERS[0], ["after-probe"], False, 201, 0.0, None)
+    with bounded_gateway.dds.owner_store(bounded_gateway.store_id) as store:
+        probe.ids = [r.id for r in store.list("memory", limit=None) if r.content == "after-probe"]
+    _check_stored_whole(bounded_gateway, outcomes + after + [probe])

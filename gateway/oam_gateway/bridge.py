@@ -44,6 +44,8 @@ from psycopg import pq, waiting
 from psycopg.abc import PQGen
 from psycopg_pool import ConnectionPool
 
+from oam_gateway.database_wait import remaining_wait
+
 T = TypeVar("T")
 RV = TypeVar("RV")
 
@@ -119,9 +121,12 @@ class BridgedConnection(psycopg.Connection[Any]):
 
 
 class BridgedPool(ConnectionPool[Any]):
-    """A pool whose ``getconn`` never blocks the loop from inside :func:`run_bridged`."""
+    """A pool whose ``getconn`` never blocks the loop from inside :func:`run_bridged`, and
+    waits no longer than what is left of the request's wait for the database
+    (:func:`~oam_gateway.database_wait.remaining_wait`)."""
 
     def getconn(self, timeout: float | None = None) -> Any:
+        timeout = remaining_wait(self.timeout if timeout is None else timeout)
         if in_bridge() and self.get_stats().get("pool_available", 0) == 0:
             # None ready: wait in a worker thread while the loop (which returns connections)
             # goes on.

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from oam_gateway.database_wait import database_wait
 from oam_gateway.limits import LimitSettings
 from oam_gateway.middleware_auth import principal_of
 from oam_gateway.models import OwnedBody
@@ -106,10 +107,12 @@ class Call:
     async def sdk(self, work: Callable[[OracleAgentMemory], T]) -> T:
         """Run ``work(client)`` inside the caller's end-user context, on the event loop with
         its database waits awaited there (:func:`~oam_gateway.bridge.run_bridged`; Oracle
-        tenants: a worker thread)."""
+        tenants: a worker thread). Waiting for an operation slot and for pooled connections
+        takes at most the tenant's ``pool_timeout_seconds`` in all (a 503 past it)."""
         context = await self.runtime.context_for(self.principal)
         with operation_span(self.event.operation or "unknown"):
-            async with self.runtime.operation_slots, \
+            async with database_wait(self.runtime.operation_slots,
+                                     self.runtime.settings.pool_timeout_seconds), \
                     OracleMemoryEndUserSecurityContext(context):
                 client = await self.runtime.client()
                 return await self.runtime.run(work, client)

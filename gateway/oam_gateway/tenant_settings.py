@@ -61,7 +61,9 @@ class TenantSettings(BaseModel):
     pool_min_size: int = Field(default=1, ge=0, le=256)
     pool_max_size: int = Field(default=8, ge=1, le=256)
     pool_timeout_seconds: float = Field(default=5.0, gt=0, le=120)
-    """How long a request waits for a pooled connection before it answers 503."""
+    """How long a request waits for a pooled connection before it answers 503, queueing behind
+    other requests included (on Oracle, the pool's own wait after the queue takes up to as long
+    again)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> TenantSettings:
