@@ -33,8 +33,9 @@ import psycopg
 import pytest
 from joserfc import jwt
 from joserfc.jwk import KeySet
+from oam_gateway.cli import DEV_ISSUER
 from oam_gateway.dev_flow import flow_lines
-from oam_gateway.dev_state import login_url
+from oam_gateway.dev_state import DevState, login_url
 from oracleagentmemory.devissuer import DevIssuer
 
 GATEWAY = shutil.which("oam-gateway") or str(Path(sys.executable).parent / "oam-gateway")
@@ -120,12 +121,13 @@ def _drain(stream: Any, into: list[str]) -> None:
 
 
 @contextmanager
-def dev_gateway(place: DevPlace) -> Iterator[DevRun]:
-    """A running ``oam-gateway dev`` once it printed its flow and answers ``/healthz``."""
+def dev_gateway(place: DevPlace, *options: str) -> Iterator[DevRun]:
+    """A running ``oam-gateway dev`` once it printed its flow and answers ``/healthz``; on
+    leaving, stopped with SIGINT (Ctrl+C), and what it printed until it ended is in the run."""
     port = free_port()
     run = DevRun(f"http://127.0.0.1:{port}")
     process = subprocess.Popen(
-        [GATEWAY, "dev", "--port", str(port)],  # the state in its default place
+        [GATEWAY, "dev", "--port", str(port), *options],  # default: the state in its default place
         env=place.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     readers = [threading.Thread(target=_drain, args=(process.stdout, run.stdout), daemon=True),
                threading.Thread(target=_drain, args=(process.stderr, run.stderr), daemon=True)]
@@ -201,16 +203,21 @@ class FirstRun:
     outputs: list[str]
     memory: dict[str, Any]
     secrets: dict[str, tuple[bytes, int]]
+    database_running_after: bool
+    """Whether the embedded database still ran once ``dev`` (which started it) ended."""
 
 
 @pytest.fixture(scope="module")
 def first_run(place: DevPlace) -> FirstRun:
     """``dev`` on a fresh database and state directory, its printed flow run as printed."""
+    from oracleagentmemory import embedded
+
     with dev_gateway(place) as run:
         outputs = [run_printed(run, line, place.env()) for line in run.curls]
     secrets = {name: ((place.state_dir / name).read_bytes(),
                       (place.state_dir / name).stat().st_mode) for name in SECRET_FILES}
-    return FirstRun(run, outputs, json.loads(outputs[0]), secrets)
+    return FirstRun(run, outputs, json.loads(outputs[0]), secrets,
+                    embedded.is_running(place.data_dir))
 
 
 def _found(search_output: str) -> list[dict[str, Any]]:
@@ -240,6 +247,13 @@ def test_dev_provisions_the_demo_tenant_and_the_printed_flow_works(
         assert f"oam-gateway dev: {step}" in progress, step
     assert "application oam_demo_gw: created" in progress
     assert "write audit of 'demo': turned on" in progress
+
+
+def test_ctrl_c_stops_the_database_dev_started_and_says_so(first_run: FirstRun,
+                                                          place: DevPlace) -> None:
+    progress = "\n".join(first_run.run.progress())
+    assert f"stopped the embedded database in {place.data_dir}" in progress, progress
+    assert not first_run.database_running_after
 
 
 def test_dev_keeps_its_secrets_private_and_never_prints_the_app_token(
@@ -343,8 +357,116 @@ def test_the_readme_flow_runs_as_written(second_run: DevRun, place: DevPlace) ->
     assert docs.startswith("200 text/html")
 
 
+def _token(env: dict[str, str], *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([GATEWAY, "token", *options], env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.fixture
+def own_dir() -> Iterator[Path]:
+    """A private directory that outlives pytest's clean-up of older temporary directories (a
+    concurrent pytest session may remove those, a running database's included)."""
+    parent = Path(tempfile.mkdtemp(prefix="oam-gateway-dev-own-"))
+    yield parent
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_dev_on_its_own_state_dir_token_finds_it_and_ctrl_c_leaves_a_running_database(
+        own_dir: Path) -> None:
+    """``dev --state-dir`` while the default state directory holds another issuer key (an
+    earlier ``dev``'s): ``token`` without ``--state-dir`` signs with the running ``dev``'s key
+    (the gateway accepts it); the database ran before ``dev``, so Ctrl+C leaves it running and
+    says how to stop it."""
+    from oracleagentmemory import embedded
+
+    own = DevPlace(own_dir / "pgdata", own_dir / "xdg")
+    state_dir = own_dir / "own-state"
+    DevState(own.state_dir).issuer(DEV_ISSUER)  # the key an earlier dev left in the default
+    embedded.start(own.data_dir)
+    try:
+        with dev_gateway(own, "--state-dir", str(state_dir)) as run:
+            found = _token(own.env(), "--user", "alice")
+            me = httpx.get(f"{run.base}/v1/me",
+                           headers={"Authorization": f"Bearer {found.stdout.strip()}"},
+                           timeout=10)
+            default = _token(own.env(), "--user", "alice", "--state-dir", str(own.state_dir))
+        assert found.returncode == 0, found.stderr
+        assert me.status_code == 200, me.text
+        assert me.json()["user_name"] == "dev:alice" and me.json()["groups"] == ["demo"]
+        assert str(state_dir) in found.stderr  # which key signed it, since not the default
+        assert default.returncode == 0  # a key asked for by name is used, with a warning
+        assert "no running oam-gateway dev uses" in default.stderr, default.stderr
+        assert str(state_dir) in default.stderr
+        progress = "\n".join(run.progress())
+        assert (f"the embedded database in {own.data_dir} keeps running" in progress), progress
+        assert f"oam-admin db stop --data-dir {own.data_dir}" in progress
+        assert embedded.is_running(own.data_dir)
+        after = _token(own.env(), "--user", "alice")  # dev ended: back to the default place
+        assert after.returncode == 0 and str(state_dir) not in after.stderr
+    finally:
+        embedded.stop(own.data_dir)
+
+
+def test_token_never_makes_an_issuer_key(tmp_path: Path) -> None:
+    """A new key would sign tokens no gateway trusts: with no key where ``token`` looks, it
+    says where it looked and what to pass, and makes nothing."""
+    place = DevPlace(tmp_path / "pgdata", tmp_path / "xdg")
+    elsewhere = tmp_path / "elsewhere"
+    cases: list[tuple[tuple[str, ...], Path]] = [
+        ((), place.state_dir), (("--state-dir", str(elsewhere)), elsewhere)]
+    for options, looked_in in cases:
+        refused = _token(place.env(), "--user", "alice", *options)
+        assert refused.returncode == 1, refused
+        assert refused.stdout == ""
+        assert f"no development issuer key in {looked_in}" in refused.stderr, refused.stderr
+        assert "--state-dir" in refused.stderr and "oam-gateway dev" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert not looked_in.exists()
+    # Positive control: with the key in place, the same command mints a token.
+    DevState(elsewhere).issuer(DEV_ISSUER)
+    minted = _token(place.env(), "--user", "alice", "--state-dir", str(elsewhere))
+    assert minted.returncode == 0 and minted.stdout.count(".") == 2, minted
+
+
+@pytest.mark.parametrize("lifetime", ["0", "-60"])
+def test_token_refuses_a_lifetime_that_is_already_over(tmp_path: Path, lifetime: str) -> None:
+    DevState(tmp_path).issuer(DEV_ISSUER)
+    refused = _token(dict(os.environ), "--user", "alice", "--state-dir", str(tmp_path),
+                     "--lifetime", lifetime)
+    assert refused.returncode == 2, refused
+    assert refused.stdout == ""
+    assert "--lifetime" in refused.stderr and "greater than 0" in refused.stderr
+    minted = _token(dict(os.environ), "--user", "alice", "--state-dir", str(tmp_path),
+                    "--lifetime", "1")
+    assert minted.returncode == 0 and minted.stdout.strip()
+
+
+def test_dev_on_a_busy_port_stops_before_provisioning(tmp_path: Path) -> None:
+    busy = DevPlace(tmp_path / "pgdata", tmp_path / "xdg")
+    try:
+        with socket.socket() as holder:
+            holder.bind(("127.0.0.1", 0))
+            holder.listen()
+            port = int(holder.getsockname()[1])
+            result = subprocess.run([GATEWAY, "dev", "--port", str(port)], env=busy.env(),
+                                    capture_output=True, text=True, timeout=300)
+        assert result.returncode == 1, result
+        assert result.stdout == ""  # no tokens, no curl lines
+        errors = [line for line in result.stderr.splitlines() if "in use" in line]
+        assert len(errors) == 1, result.stderr
+        assert f"127.0.0.1:{port}" in errors[0] and "--port" in errors[0]
+        assert "Traceback" not in result.stderr
+        assert not busy.data_dir.exists()  # no database started
+        assert not busy.state_dir.exists()  # no key, no provisioning
+    finally:
+        from oracleagentmemory import embedded
+
+        embedded.stop(busy.data_dir)
+
+
 def test_token_mints_a_token_of_the_dev_issuer(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
+    DevState(state_dir).issuer(DEV_ISSUER)  # what dev makes
 
     def mint(*options: str) -> dict[str, Any]:
         out = subprocess.run([GATEWAY, "token", *options, "--state-dir", str(state_dir)],

@@ -4,24 +4,31 @@
 overridden by ``OAM_GATEWAY_*`` environment variables). ``oam-gateway dev`` starts the embedded
 database, provisions a demo tenant on it through the admin identity (``oam_gateway.dev_provision``),
 serves it on 127.0.0.1 trusting a local development token issuer, and prints ``curl`` lines with
-tokens of the demo users; its key and the tenant's secrets stay in ``--state-dir``.
-``oam-gateway token --user NAME`` mints a token from that issuer. Development only: the issuer's
-private key is on this machine.
+tokens of the demo users; its key and the tenant's secrets stay in ``--state-dir``. It binds its
+port before anything else, and on Ctrl+C stops the embedded database if it started it (else
+says how to stop it). ``oam-gateway token --user NAME`` mints a token from that issuer: the
+running ``dev``'s unless ``--state-dir`` names another; it never makes a key. Development only:
+the issuer's private key is on this machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import signal
+import socket
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import psycopg
+from oracleagentmemory.devissuer import DevIssuer
 from oracleagentmemory.errors import OracleAgentMemoryError
 from pydantic import SecretStr
 
+from oam_gateway.dev_running import announce, running_devs, withdraw
 from oam_gateway.dev_state import DevState, default_state_dir
 from oam_gateway.request_log import configure_audit_log
 from oam_gateway.settings import GatewaySettings, load_settings
@@ -48,8 +55,73 @@ def dev_settings(runtime_url: str, state: DevState, issuer_id: str) -> GatewaySe
         jwks_file=state.jwks_file)
 
 
+def _listen(port: int) -> socket.socket:
+    """A socket bound to 127.0.0.1:``port`` (the gateway serves on it later)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM ends dev as Ctrl+C does, through its clean-up
+
+
+def _leave_database(data_dir: Path, was_running: bool) -> None:
+    """Stop the embedded database when this ``dev`` started it; else say it keeps running."""
+    from oracleagentmemory import embedded
+
+    if not embedded.is_running(data_dir):
+        return
+    stop = f"oam-admin db stop --data-dir {shlex.quote(str(data_dir))}"
+    if was_running:
+        _progress(f"the embedded database in {data_dir} keeps running (it ran before this dev "
+                  f"started); to stop it: {stop}")
+        return
+    _progress(f"stopping the embedded database in {data_dir} (this dev started it) ...")
+    try:
+        embedded.stop(data_dir)
+    except RuntimeError as error:
+        _progress(f"{error}; to stop it: {stop}")
+        return
+    _progress(f"stopped the embedded database in {data_dir}")
+
+
 def run_dev(args: argparse.Namespace) -> int:
-    """Start the embedded database, provision the demo tenant, serve it until interrupted."""
+    """Bind the port, start the embedded database, provision the demo tenant, serve it until
+    interrupted; then stop the database if this run started it."""
+    from oracleagentmemory import embedded
+
+    try:
+        listener = _listen(args.port)
+    except OSError as error:
+        _progress(f"cannot serve on 127.0.0.1:{args.port}: {error.strerror or error}; stop what "
+                  "listens there or pass --port with a free port (nothing was started)")
+        return 1
+    signal.signal(signal.SIGTERM, _interrupt)
+    data_dir = embedded.default_data_dir()
+    was_running = embedded.is_running(data_dir)
+    state = DevState(Path(args.state_dir))
+    issuer = state.issuer(DEV_ISSUER)
+    _progress(f"WARNING: the development token issuer {issuer.issuer!r} (key in "
+              f"{state.directory}) is for development only; never trust it in production")
+    record = announce(f"http://127.0.0.1:{args.port}", state.directory)
+    try:
+        with listener:
+            return _provision_and_serve(args, state, issuer, listener)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        withdraw(record)
+        _leave_database(data_dir, was_running)
+
+
+def _provision_and_serve(args: argparse.Namespace, state: DevState, issuer: DevIssuer,
+                         listener: socket.socket) -> int:
     import uvicorn
     from oracleagentmemory import embedded
 
@@ -58,10 +130,6 @@ def run_dev(args: argparse.Namespace) -> int:
     from oam_gateway.dev_flow import flow_lines
     from oam_gateway.tenants import shared_embedder
 
-    state = DevState(Path(args.state_dir))
-    issuer = state.issuer(DEV_ISSUER)
-    _progress(f"WARNING: the development token issuer {issuer.issuer!r} (key in "
-              f"{state.directory}) is for development only; never trust it in production")
     try:
         started = time.monotonic()
         _progress(f"starting the embedded database in {embedded.default_data_dir()} ...")
@@ -86,9 +154,11 @@ def run_dev(args: argparse.Namespace) -> int:
     _progress(f"serving {base} (memory store {dev_provision.MEMORY_STORE_ID!r}); try:")
     print("\n".join(flow_lines(base, tokens, PRINTED_TOKEN_SECONDS, state_arg)), flush=True)
     configure_audit_log(sys.stderr)  # stdout holds the lines above
-    uvicorn.run(create_app(settings), host="127.0.0.1", port=args.port, log_level="info",
-                access_log=False)  # the audit events are the access log
-    return 0
+    gateway = uvicorn.Server(uvicorn.Config(
+        create_app(settings), host="127.0.0.1", port=args.port, log_level="info",
+        access_log=False))  # the audit events are the access log
+    gateway.run(sockets=[listener])
+    return 0 if gateway.started else 1
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -113,10 +183,51 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say(message: str) -> None:
+    print(f"oam-gateway token: {message}", file=sys.stderr, flush=True)
+
+
+def _token_state(given: str | None) -> DevState | None:
+    """The state directory whose key signs: ``--state-dir``, else the running ``dev``'s, else
+    the default one; ``None`` (said why) when several ``dev`` runs make it ambiguous."""
+    running = running_devs()
+    if given is not None:
+        directory = Path(given).expanduser()
+        if running and directory.resolve() not in {dev.state_dir for dev in running}:
+            serving = "; ".join(f"{dev.base} from --state-dir {dev.state_dir}"
+                                for dev in running)
+            _say(f"warning: no running oam-gateway dev uses {directory} (serving: {serving}); "
+                 "their gateways refuse this token")
+        return DevState(directory)
+    directories = {dev.state_dir for dev in running}
+    if len(directories) > 1:
+        serving = "; ".join(f"{dev.base} from --state-dir {dev.state_dir}" for dev in running)
+        _say(f"several oam-gateway dev runs use different state directories ({serving}); pass "
+             "--state-dir with the one whose gateway should accept the token")
+        return None
+    if directories:
+        dev = running[0]
+        if dev.state_dir != default_state_dir().resolve():
+            _say(f"signing with the key of the oam-gateway dev serving {dev.base} "
+                 f"(--state-dir {dev.state_dir})")
+        return DevState(dev.state_dir)
+    return DevState(default_state_dir())
+
+
 def run_token(args: argparse.Namespace) -> int:
-    """Print a development token for ``--user`` (a demo user's groups unless ``--group``)."""
-    state = DevState(Path(args.state_dir))
-    issuer = state.issuer(DEV_ISSUER)
+    """Print a development token for ``--user`` (a demo user's groups unless ``--group``),
+    signed with the key of the running ``dev`` or of ``--state-dir``; never makes a key."""
+    state = _token_state(args.state_dir)
+    if state is None:
+        return 1
+    issuer = state.existing_issuer()
+    if issuer is None:
+        running = "".join(f" (the oam-gateway dev serving {dev.base} runs with --state-dir "
+                          f"{dev.state_dir})" for dev in running_devs()[:1])
+        _say(f"no development issuer key in {state.directory}: token never makes one (a new "
+             "key would sign tokens no gateway trusts); pass the --state-dir that "
+             f"`oam-gateway dev` runs with, or start `oam-gateway dev` first{running}")
+        return 1
     groups = args.group if args.group is not None else state.users().get(args.user, [])
     print(issuer.token(args.user, audience=DEV_AUDIENCE, groups=groups,
                        lifetime_seconds=args.lifetime, scope=args.scope))
@@ -144,16 +255,31 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument("--user", required=True, help="the user the token names (sub claim)")
     token.add_argument("--group", action="append",
                        help="a group of the user; repeatable (default: a demo user's groups)")
-    token.add_argument("--lifetime", type=int, default=900, metavar="SECONDS",
-                       help="how long the token is valid (default: 900)")
+    token.add_argument("--lifetime", type=_positive_seconds, default=900, metavar="SECONDS",
+                       help="how long the token is valid, more than 0 (default: 900)")
     token.add_argument("--scope", default=DEFAULT_SCOPE,
                        help=f"the token's scopes, space-separated (default: {DEFAULT_SCOPE!r})")
-    for command in (dev, token):
-        command.add_argument("--state-dir", "--issuer-dir", dest="state_dir",
-                             default=str(default_state_dir()), metavar="DIR",
-                             help="the development issuer's key and the demo tenant's secrets "
-                                  f"(default: {default_state_dir()})")
+    dev.add_argument("--state-dir", "--issuer-dir", dest="state_dir",
+                     default=str(default_state_dir()), metavar="DIR",
+                     help="the development issuer's key and the demo tenant's secrets "
+                          f"(default: {default_state_dir()})")
+    token.add_argument("--state-dir", "--issuer-dir", dest="state_dir", metavar="DIR",
+                       help="the state directory of the oam-gateway dev whose gateway must "
+                            "accept the token (default: that of the running oam-gateway dev, "
+                            f"else {default_state_dir()}); its issuer key must exist")
     return top
+
+
+def _positive_seconds(text: str) -> int:
+    """``--lifetime``: a whole number of seconds above 0 (else the token is born expired)."""
+    try:
+        seconds = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}") from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0 (a token valid for {seconds} "
+                                         "seconds is expired when it is made); got " + text)
+    return seconds
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -69,6 +69,12 @@ class DevState:
         self.jwks_file.write_text(json.dumps(issuer.jwks()), encoding="utf-8")
         return issuer
 
+    def existing_issuer(self) -> DevIssuer | None:
+        """The development issuer kept here, or ``None`` when there is none (never made)."""
+        if not (self.directory / "issuer.json").exists():
+            return None
+        return DevIssuer.load(self.directory)
+
     @property
     def jwks_file(self) -> Path:
         """The issuer's public keys (the gateway's JWKS file)."""
