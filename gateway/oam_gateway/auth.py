@@ -4,8 +4,9 @@ The verifier accepts only the configured algorithms (``none`` and unlisted ones 
 joserfc before any key is used), checks the signature against the issuer's JWKS (a file, or a
 URL refetched once on an unknown ``kid``: :mod:`oam_gateway.jwks`), and requires ``iss``,
 ``aud``, ``exp`` and ``sub`` (essential: a token without ``exp`` is refused) with ``nbf`` and
-``iat`` checked under a small leeway. Every failure is a :class:`TokenRejected`, which the app
-answers with 401. Verified tokens are remembered until they expire
+``iat`` checked under a small leeway; no claim may hold text the database cannot store (a lone
+UTF-16 surrogate, U+0000). Every failure is a :class:`TokenRejected`, which the app answers
+with 401. Verified tokens are remembered until they expire
 (:class:`~oam_gateway.token_cache.VerifiedTokenCache`).
 """
 
@@ -25,6 +26,7 @@ from oam_gateway.oracle_tenant import database_user_name
 from oam_gateway.principal import Principal
 from oam_gateway.settings import GatewaySettings
 from oam_gateway.token_cache import VerifiedTokenCache
+from oam_gateway.unstorable_text import describe, unstorable_character
 
 BEARER_PREFIX = "bearer "
 
@@ -121,6 +123,9 @@ class TokenVerifier:
             raise TokenRejected(_describe(error)) from error
         except (ValueError, TypeError, KeyError) as error:
             raise TokenRejected("the token is malformed") from error
+        character = unstorable_character(decoded.claims)
+        if character is not None:  # a claim becomes a key: of the rate limit, of the database
+            raise TokenRejected(f"the token's claims hold {describe(character)}")
         return self._principal(decoded.claims, token)
 
     def _check_type(self, typ: object) -> None:

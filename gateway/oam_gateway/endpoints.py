@@ -28,6 +28,7 @@ from oam_gateway.request_events import RequestEvent, event_of
 from oam_gateway.telemetry import operation_span
 from oam_gateway.tenant_runtime import Runtime
 from oam_gateway.tenants import Tenants
+from oam_gateway.unstorable_text import describe, unstorable_character
 
 T = TypeVar("T")
 B = TypeVar("B", bound=BaseModel)
@@ -139,8 +140,8 @@ def route_handler(endpoint: Endpoint, tenants: Tenants, limits: LimitSettings,
                 headers={"WWW-Authenticate": f'Bearer realm="oam-gateway", '
                          f'error="insufficient_scope", scope="{endpoint.scope}"'})
         check_query_user(request, principal)
-        refuse_nul(request.path_params, "the path")
-        refuse_nul(request.query_params.multi_items(), "the query")
+        refuse_unstorable_text(request.path_params, "the path")
+        refuse_unstorable_text(request.query_params.multi_items(), "the query")
         body = await _parsed_body(request, endpoint.body)
         if body is not None:
             check_owned(body, principal)
@@ -165,7 +166,13 @@ async def _parsed_body(request: Request, model: type[BaseModel] | None) -> BaseM
     if data is None or json_depth(data) > MAX_BODY_DEPTH:
         raise RequestRefused(400, "invalid-request",
                              f"the body nests deeper than {MAX_BODY_DEPTH} levels")
-    refuse_nul(data, "the body")
+    refuse_unstorable_text(data, "the body")
+    return validated_body(model, data)
+
+
+def validated_body(model: type[B], data: Any) -> B:
+    """``data`` (a decoded body, or a tool call's arguments) validated as ``model``; a 400
+    problem naming each broken rule when it is not valid."""
     try:
         return model.model_validate(data)
     except ValidationError as error:
@@ -184,22 +191,14 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
-def refuse_nul(value: Any, where: str) -> None:
-    """A 400 when a string (key or value) in ``value`` holds U+0000: the database's text and
-    JSON types cannot store it, so it would otherwise fail there as a server error."""
-    if _holds_nul(value):
-        raise RequestRefused(400, "invalid-request",
-                             f"{where} holds a NUL character (U+0000), which cannot be stored")
-
-
-def _holds_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_nul(item) for item in value)
-    return False
+def refuse_unstorable_text(value: Any, where: str) -> None:
+    """A 400 when a string in ``value`` (a key or a value, at any depth) holds what the
+    database cannot store: U+0000, or a lone UTF-16 surrogate (text that is not valid Unicode,
+    which a JSON escape can carry). Either would otherwise fail in the database, the driver or
+    a tokenizer as a server error (:mod:`oam_gateway.unstorable_text`)."""
+    character = unstorable_character(value)
+    if character is not None:
+        raise RequestRefused(400, "invalid-request", f"{where} holds {describe(character)}")
 
 
 def describe_validation(error: ValidationError) -> str:

@@ -21,11 +21,17 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, TextContent
 from opentelemetry import context as otel_context
 from oracleagentmemory.errors import OracleAgentMemoryError
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from oam_gateway.endpoints import Call, Endpoint, RequestRefused, describe_validation
+from oam_gateway.endpoints import (
+    Call,
+    Endpoint,
+    RequestRefused,
+    refuse_unstorable_text,
+    validated_body,
+)
 from oam_gateway.limits import LimitSettings
 from oam_gateway.middleware_auth import PRINCIPAL_SCOPE_KEY
 from oam_gateway.principal import Principal
@@ -108,12 +114,10 @@ class ToolRunner:
         if not principal.may(endpoint.scope, enforced=self.enforce_scopes):
             raise RequestRefused(403, "insufficient-scope",
                                  f"this tool needs the scope {endpoint.scope!r}")
+        refuse_unstorable_text([dict(path), dict(query), dict(body)], "the tool's arguments")
         parsed: BaseModel | None = None
         if endpoint.body is not None:
-            try:
-                parsed = endpoint.body.model_validate(dict(body))
-            except ValidationError as error:
-                raise RequestRefused(400, "invalid-request", describe_validation(error)) from None
+            parsed = validated_body(endpoint.body, dict(body))
         call = ToolCall(request, principal, self.tenants[principal.tenant], self.limits,
                         event_of(request), parsed, path_values=path, query_values=query)
         return await endpoint.handler(call)

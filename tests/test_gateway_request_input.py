@@ -1,0 +1,261 @@
+"""The gateway's request input boundary over real HTTP (REST and MCP).
+
+Text that is not valid Unicode (a lone UTF-16 surrogate, which a JSON escape can carry) is
+refused at the boundary, anywhere in a body (400) or in a token's claims (401), never reaching
+the database or a tokenizer. Every refusal has a positive control, and ordinary requests on the
+same keep-alive client keep succeeding afterwards.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from dds import AUDIENCE, GROUP, ISSUER, DdsEnvironment
+from gateway_live import LiveGateway, live_gateway
+from joserfc import jws
+from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+LONE_SURROGATES = ("\ud800", "\udfff", "a\udc00\ud800b")
+"""A lone high, a lone low, and a pair in the wrong order: none is a Unicode character."""
+
+
+@pytest.fixture(scope="module")
+def gateway(dds: DdsEnvironment, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[LiveGateway]:
+    with live_gateway(dds, tmp_path_factory.mktemp("input")) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def http(gateway: LiveGateway) -> Iterator[httpx.Client]:
+    """One keep-alive client for the module (a dropped connection would show as a reconnect)."""
+    with gateway.client("input_user") as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def thread_id(http: httpx.Client) -> str:
+    created = http.post("/v1/threads", json={})
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
+def problem(response: httpx.Response, status: int, slug: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(PROBLEM_CONTENT_TYPE)
+    body: dict[str, Any] = response.json()
+    assert body["type"] == problem_type(slug), body
+    return body
+
+
+def raw_json(value: Any) -> bytes:
+    """``value`` as JSON text with every non-ASCII character escaped (so lone surrogates
+    travel as the valid JSON escapes ``\\udXXX``)."""
+    return json.dumps(value, ensure_ascii=True).encode("ascii")
+
+
+def send(http: httpx.Client, method: str, path: str, body: Any) -> httpx.Response:
+    return http.request(method, path, content=raw_json(body),
+                        headers={"Content-Type": "application/json"})
+
+
+def add_memory(http: httpx.Client, content: str) -> None:
+    added = http.post("/v1/memories", json={"content": content, "metadata": {"k": "v"}})
+    assert added.status_code == 201, added.text
+
+
+# --- invalid Unicode: 400 anywhere in a body, 401 in a token, never 500 ---------------------------
+
+def surrogate_places(thread: str, text: str) -> dict[str, tuple[str, str, Any]]:
+    """Every kind of place a body carries a string, with ``text`` in it."""
+    relation = {"source_record_id": "m-1", "source_record_type": "memory",
+                "target_record_id": "m-2", "target_record_type": "memory",
+                "relation_type": "supports"}
+    return {
+        "content": ("POST", "/v1/memories", {"content": text}),
+        "query": ("POST", "/v1/search", {"query": text}),
+        "metadata value": ("POST", "/v1/memories", {"content": "ok", "metadata": {"k": text}}),
+        "metadata key": ("POST", "/v1/memories", {"content": "ok", "metadata": {text: 1}}),
+        "metadata deep": ("POST", "/v1/memories",
+                          {"content": "ok", "metadata": {"a": [{"b": [text]}]}}),
+        "metadata_filter value": ("POST", "/v1/search",
+                                  {"query": "x", "metadata_filter": {"k": text}}),
+        "metadata_filter key": ("POST", "/v1/search",
+                                {"query": "x", "metadata_filter": {text: "v"}}),
+        "metadata_filter operand": ("POST", "/v1/search",
+                                    {"query": "x", "metadata_filter": {"k": {"$not": text}}}),
+        "message content": ("POST", f"/v1/threads/{thread}/messages",
+                            {"messages": [{"role": "user", "content": text}]}),
+        "message metadata": ("POST", f"/v1/threads/{thread}/messages",
+                             {"messages": [{"role": "user", "content": "hi",
+                                            "metadata": {"k": text}}]}),
+        "new thread metadata": ("POST", "/v1/threads", {"metadata": {"k": text}}),
+        "thread metadata": ("PATCH", f"/v1/threads/{thread}", {"metadata": {"k": text}}),
+        "profile metadata": ("PUT", "/v1/me/profile",
+                             {"information": "p", "metadata": {"k": text}}),
+        "batch content": ("POST", "/v1/memories:batch",
+                          {"operations": [{"op": "add", "content": "fine"},
+                                          {"op": "add", "content": text}]}),
+        "batch metadata": ("POST", "/v1/memories:batch",
+                           {"operations": [{"op": "add", "content": "fine",
+                                            "metadata": {text: text}}]}),
+        "relation metadata": ("POST", "/v1/relations", {**relation, "metadata": {"k": text}}),
+        "unknown field name": ("POST", "/v1/memories", {"content": "ok", text: 1}),
+    }
+
+
+PLACES = list(surrogate_places("t", "x"))
+
+
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("text", LONE_SURROGATES, ids=["high", "low", "reversed"])
+def test_a_lone_surrogate_anywhere_in_a_body_answers_400(
+        http: httpx.Client, thread_id: str, place: str, text: str) -> None:
+    method, path, body = surrogate_places(thread_id, text)[place]
+    answer = send(http, method, path, body)
+    detail = problem(answer, 400, "invalid-request")["detail"]
+    assert "Unicode" in detail
+    assert answer.headers.get("connection") != "close"
+    add_memory(http, f"after {place}")  # positive control, on the same keep-alive client
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_a_valid_surrogate_pair_is_an_ordinary_character(
+        http: httpx.Client, thread_id: str, place: str) -> None:
+    """Positive control: the same places with an emoji (a pair in the right order)."""
+    method, path, body = surrogate_places(thread_id, "\U0001f600")[place]
+    answer = send(http, method, path, body)
+    if place == "unknown field name":
+        problem(answer, 400, "invalid-request")  # refused for what it is, not for its text
+    elif place == "relation metadata":
+        problem(answer, 404, "record-not-found")  # the memories do not exist: it got that far
+    else:
+        assert answer.status_code in (200, 201), (place, answer.text)
+
+
+def test_refused_bodies_never_leave_a_pooled_connection_unusable(
+        http: httpx.Client, thread_id: str) -> None:
+    """Rounds of every refusal, each followed by more ordinary writes than the pool holds."""
+    for round_number in range(3):
+        for text in LONE_SURROGATES:
+            for method, path, body in surrogate_places(thread_id, text).values():
+                assert send(http, method, path, body).status_code == 400
+        for index in range(10):
+            add_memory(http, f"round {round_number} write {index}")
+        found = http.post("/v1/search", json={"query": "round write"})
+        assert found.status_code == 200 and found.json()["results"], found.text
+
+
+@pytest.fixture(scope="module")
+def one_connection(dds: DdsEnvironment, tmp_path_factory: pytest.TempPathFactory
+                   ) -> Iterator[LiveGateway]:
+    """A gateway whose pool holds a single connection: every request reuses it."""
+    with live_gateway(dds, tmp_path_factory.mktemp("one-connection"), pool_max_size=1,
+                      pool_min_size=1) as live:
+        yield live
+
+
+def test_a_refused_write_never_leaves_the_pooled_connection_unusable(
+        one_connection: LiveGateway) -> None:
+    """Refused writes (a duplicate id: 409, failed in the database; refused text: 400) on the
+    only pooled connection, with 0 to 3 ordinary writes between them so that failures fall on
+    every count of psycopg's statement preparation: the ordinary writes all succeed (the SDK's
+    own regression test is tests/test_deepsec_context.py's failed-write test)."""
+    with one_connection.client("pool_user") as http:
+        taken = http.post("/v1/memories", json={"content": "taken", "memory_id": "taken-id",
+                                                "metadata": {"k": "v"}})
+        assert taken.status_code == 201, taken.text
+        for round_number in range(12):  # 0 to 3 writes between two failures
+            duplicate = http.post("/v1/memories", json={
+                "content": "again", "memory_id": "taken-id", "metadata": {"k": "v"}})
+            problem(duplicate, 409, "duplicate-record")
+            for text in LONE_SURROGATES:
+                refused = send(http, "POST", "/v1/memories",
+                               {"content": "x", "metadata": {"k": text}})
+                problem(refused, 400, "invalid-request")
+            for index in range(round_number % 4):
+                add_memory(http, f"round {round_number} write {index}")
+
+
+def unsigned_claims_token(gateway: LiveGateway, claims: dict[str, Any]) -> str:
+    """A token of the test issuer whose payload is ``claims`` as ASCII-escaped JSON (the
+    issuer's own encoder refuses lone surrogates; a hostile issuer's need not)."""
+    now = int(time.time())
+    payload = {"iss": ISSUER, "aud": AUDIENCE, "groups": [GROUP], "scope":
+               "memory:read memory:write", "iat": now, "nbf": now, "exp": now + 300, **claims}
+    issuer = gateway.dds.issuer
+    header = {"alg": "RS256", "typ": "JWT", "kid": issuer.key.kid}
+    return jws.serialize_compact(header, raw_json(payload), issuer.key, algorithms=["RS256"])
+
+
+@pytest.mark.parametrize("claims", [
+    {"sub": "\ud800"}, {"sub": "alice\udfff"}, {"sub": "ok", "groups": [GROUP, "\ud800"]},
+    {"sub": "ok", "scope": "memory:read \ud800"}, {"sub": "ok", "extra": {"\ud800": 1}}],
+    ids=["sub", "sub-tail", "group", "scope", "other-claim"])
+def test_a_token_with_a_lone_surrogate_claim_answers_401(
+        gateway: LiveGateway, claims: dict[str, Any]) -> None:
+    token = unsigned_claims_token(gateway, claims)
+    with httpx.Client(base_url=gateway.url, timeout=30,
+                      headers={"Authorization": f"Bearer {token}"}) as client:
+        for _ in range(3):
+            refused = client.get("/v1/me")
+            problem(refused, 401, "invalid-token")
+            assert "Unicode" in refused.json()["detail"]
+            mcp = client.post("/mcp", content=b"{}", headers=MCP_HEADERS)
+            problem(mcp, 401, "invalid-token")
+    # Positive control: the same hand-made token with an ordinary subject works.
+    fine = unsigned_claims_token(gateway, {"sub": "surrogate_control"})
+    with httpx.Client(base_url=gateway.url, timeout=30,
+                      headers={"Authorization": f"Bearer {fine}"}) as client:
+        assert client.get("/v1/me").status_code == 200
+        add_memory(client, "after a refused token")
+
+
+def test_a_token_header_with_a_lone_surrogate_answers_401(gateway: LiveGateway) -> None:
+    header = base64.urlsafe_b64encode(raw_json({"alg": "RS256", "kid": "\ud800"}))
+    token = header.rstrip(b"=").decode() + ".e30.c2ln"
+    answer = httpx.get(f"{gateway.url}/v1/me", headers={"Authorization": f"Bearer {token}"})
+    problem(answer, 401, "invalid-token")
+
+
+def mcp_call(gateway: LiveGateway, http: httpx.Client, tool: str,
+             arguments: dict[str, Any]) -> httpx.Response:
+    request = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+               "params": {"name": tool, "arguments": arguments}}
+    return httpx.post(f"{gateway.url}/mcp", content=raw_json(request), timeout=30,
+                      headers={**MCP_HEADERS, "Authorization": http.headers["Authorization"]})
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("add_memory", {"content": "ok", "metadata": {"k": "\ud800"}}),
+    ("add_memory", {"content": "ok", "metadata": {"\udfff": 1}}),
+    ("search", {"query": "x", "metadata_filter": {"\ud800": "v"}}),
+    ("set_profile", {"information": "p", "metadata": {"k": "\ud800"}}),
+])
+def test_mcp_refuses_a_lone_surrogate_never_500(gateway: LiveGateway, http: httpx.Client,
+                                                 tool: str, arguments: dict[str, Any]) -> None:
+    answer = mcp_call(gateway, http, tool, arguments)
+    assert answer.status_code == 400, answer.text  # a JSON-RPC parse error of the transport
+    assert "error" in answer.json()
+    fine = mcp_call(gateway, http, tool, json.loads(
+        json.dumps(arguments).replace("\\ud800", "ok").replace("\\udfff", "ok")))
+    assert fine.status_code == 200 and not fine.json()["result"]["isError"], fine.text
+
+
+@pytest.mark.parametrize("arguments", [
+    {"content": "a\x00b"}, {"content": "ok", "metadata": {"k": "a\x00b"}}])
+def test_mcp_refuses_text_the_database_cannot_store_as_rest_does(
+        gateway: LiveGateway, http: httpx.Client, arguments: dict[str, Any]) -> None:
+    answer = mcp_call(gateway, http, "add_memory", arguments)
+    assert answer.status_code == 200, answer.text
+    result = answer.json()["result"]
+    assert result["isError"] and result["structuredContent"]["status"] == 400, result
+    assert result["structuredContent"]["type"] == problem_type("invalid-request")
