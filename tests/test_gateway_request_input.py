@@ -1,5 +1,6 @@
 """The gateway's request input boundary over real HTTP (REST and MCP).
 
+A body must be JSON by its media type (415 otherwise; MCP keeps its transport's own rules).
 Text that is not valid Unicode (a lone UTF-16 surrogate, which a JSON escape can carry) is
 refused at the boundary, anywhere in a body (400) or in a token's claims (401), never reaching
 the database or a tokenizer. Every refusal has a positive control, and ordinary requests on the
@@ -70,6 +71,70 @@ def send(http: httpx.Client, method: str, path: str, body: Any) -> httpx.Respons
 def add_memory(http: httpx.Client, content: str) -> None:
     added = http.post("/v1/memories", json={"content": content, "metadata": {"k": "v"}})
     assert added.status_code == 201, added.text
+
+
+# --- media types (415) ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content_type", [
+    "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+    "application/octet-stream", "application/jsonx", None])
+def test_a_body_that_is_not_json_by_its_media_type_answers_415(
+        http: httpx.Client, thread_id: str, content_type: str | None) -> None:
+    body = raw_json({"content": "typed as something else"})
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    answer = http.post("/v1/memories", content=body, headers=headers)
+    detail = problem(answer, 415, "unsupported-media-type")["detail"]
+    assert "application/json" in detail
+    assert answer.headers["accept"] == answer.headers["accept-post"] == "application/json"
+    patched = http.patch(f"/v1/threads/{thread_id}", content=raw_json({"metadata": {}}),
+                         headers=headers)
+    problem(patched, 415, "unsupported-media-type")
+    assert patched.headers["accept-patch"] == "application/json"
+    problem(http.put("/v1/me/profile", content=raw_json({"information": "x"}), headers=headers),
+            415, "unsupported-media-type")
+
+
+@pytest.mark.parametrize("content_type", [
+    "application/json", "application/json; charset=utf-8", "Application/JSON",
+    "application/merge-patch+json"])
+def test_json_media_types_are_accepted(http: httpx.Client, thread_id: str,
+                                       content_type: str) -> None:
+    headers = {"Content-Type": content_type}
+    added = http.post("/v1/memories", content=raw_json({"content": "typed as JSON"}),
+                      headers=headers)
+    assert added.status_code == 201, added.text
+    patched = http.patch(f"/v1/threads/{thread_id}", content=raw_json({"metadata": {"a": 1}}),
+                         headers=headers)
+    assert patched.status_code == 200, patched.text
+
+
+def test_a_bodyless_request_needs_no_content_type(http: httpx.Client) -> None:
+    memory_id = http.post("/v1/memories", json={"content": "to delete"}).json()["id"]
+    assert http.get("/v1/memories").status_code == 200
+    assert http.get(f"/v1/memories/{memory_id}").status_code == 200
+    assert http.delete(f"/v1/memories/{memory_id}").status_code == 204
+    # an operation that needs a body and got none is a 400, whatever the (absent) type
+    problem(http.post("/v1/memories"), 400, "invalid-request")
+
+
+def test_mcp_keeps_its_own_media_type_rules(gateway: LiveGateway, http: httpx.Client) -> None:
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw-http", "version": "1"}}}
+    auth = {"Authorization": http.headers["Authorization"]}
+    ok = httpx.post(f"{gateway.url}/mcp", content=raw_json(initialize),
+                    headers={**MCP_HEADERS, **auth}, timeout=30)
+    assert ok.status_code == 200, ok.text
+    refused = httpx.post(f"{gateway.url}/mcp", content=raw_json(initialize),
+                         headers={**MCP_HEADERS, **auth, "Content-Type": "text/plain"},
+                         timeout=30)
+    assert refused.status_code in (400, 415), refused.text  # the transport's own answer
+
+
+def test_the_openapi_document_names_the_415(gateway: LiveGateway) -> None:
+    paths = httpx.get(f"{gateway.url}/openapi.json").json()["paths"]
+    assert "415" in paths["/v1/memories"]["post"]["responses"]
+    assert "415" not in paths["/v1/memories"]["get"]["responses"]
 
 
 # --- invalid Unicode: 400 anywhere in a body, 401 in a token, never 500 ---------------------------

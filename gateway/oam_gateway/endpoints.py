@@ -33,6 +33,9 @@ from oam_gateway.unstorable_text import describe, unstorable_character
 T = TypeVar("T")
 B = TypeVar("B", bound=BaseModel)
 
+JSON_MEDIA_TYPE = "application/json"
+"""The media type of every request and response body (errors: ``application/problem+json``)."""
+
 MAX_BODY_DEPTH = 100
 """Request bodies nesting objects and arrays deeper than this answer 400: deeper JSON would
 exhaust the recursion of the parser, the SDK or the database (a 500) long before it is useful.
@@ -157,6 +160,7 @@ async def _parsed_body(request: Request, model: type[BaseModel] | None) -> BaseM
     raw = await request.body()
     if not raw:
         raise RequestRefused(400, "invalid-request", "the request needs a JSON body")
+    refuse_other_media_types(request)
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
@@ -177,6 +181,29 @@ def validated_body(model: type[B], data: Any) -> B:
         return model.model_validate(data)
     except ValidationError as error:
         raise RequestRefused(400, "invalid-request", describe_validation(error)) from None
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    """Whether a ``Content-Type`` names JSON: ``application/json`` or an ``application/*+json``
+    type (``application/merge-patch+json``, say), with any parameters."""
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    return media_type == JSON_MEDIA_TYPE or (
+        media_type.startswith("application/") and media_type.endswith("+json"))
+
+
+def refuse_other_media_types(request: Request) -> None:
+    """A 415 for a body whose ``Content-Type`` is not JSON (or is missing), with the media
+    type that is accepted (``Accept``, RFC 9110 §15.5.16; ``Accept-Post``, ``Accept-Patch``)."""
+    content_type = request.headers.get("content-type")
+    if is_json_media_type(content_type):
+        return
+    headers = {"Accept": JSON_MEDIA_TYPE}
+    if request.method in ("POST", "PATCH"):
+        headers[f"Accept-{request.method.title()}"] = JSON_MEDIA_TYPE
+    given = f"is {content_type!r}" if content_type else "is missing"
+    raise RequestRefused(415, "unsupported-media-type",
+                         f"the body's Content-Type {given}; send it as {JSON_MEDIA_TYPE}",
+                         headers=headers)
 
 
 def json_depth(value: Any) -> int:

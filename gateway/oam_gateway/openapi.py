@@ -106,6 +106,9 @@ def _operation(endpoint: Endpoint, query_bounds: dict[str, dict[str, int]]) -> d
     if endpoint.body is not None:
         operation["requestBody"] = {"required": True, "content": {
             "application/json": {"schema": _ref(endpoint.body)}}}
+        responses["415"] = {
+            "description": "The body's Content-Type is not application/json (nor a +json type)",
+            "content": {PROBLEM_CONTENT_TYPE: {"schema": _ref(Problem)}}}
     return operation
 
 

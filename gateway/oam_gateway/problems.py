@@ -43,6 +43,7 @@ PROBLEM_TYPES: dict[str, str] = {
     "identity-provider-unavailable": "Identity provider unavailable",
     "internal-error": "Internal error",
     "payload-too-large": "Payload too large",
+    "unsupported-media-type": "Unsupported media type",
     "rate-limited": "Too many requests",
     "request-timeout": "Request timed out",
 }
