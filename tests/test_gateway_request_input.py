@@ -1,6 +1,8 @@
 """The gateway's request input boundary over real HTTP (REST and MCP).
 
 A body must be JSON by its media type (415 otherwise; MCP keeps its transport's own rules).
+One mistake answers one problem type: a blank query, id or relation type is the same
+``invalid-request`` as an empty one, and an id past the stores' length the same as a longer one.
 Text that is not valid Unicode (a lone UTF-16 surrogate, which a JSON escape can carry) is
 refused at the boundary, anywhere in a body (400) or in a token's claims (401), never reaching
 the database or a tokenizer. Every refusal has a positive control, and ordinary requests on the
@@ -20,6 +22,7 @@ import pytest
 from dds import AUDIENCE, GROUP, ISSUER, DdsEnvironment
 from gateway_live import LiveGateway, live_gateway
 from joserfc import jws
+from oam_gateway.models import MAX_ID_LENGTH
 from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream",
@@ -135,6 +138,70 @@ def test_the_openapi_document_names_the_415(gateway: LiveGateway) -> None:
     paths = httpx.get(f"{gateway.url}/openapi.json").json()["paths"]
     assert "415" in paths["/v1/memories"]["post"]["responses"]
     assert "415" not in paths["/v1/memories"]["get"]["responses"]
+
+
+# --- one mistake, one problem type -------------------------------------------------------------
+
+@pytest.mark.parametrize("query", ["", " ", "\t\n", "\u3000"])
+def test_an_empty_or_blank_query_is_the_same_invalid_request(http: httpx.Client,
+                                                             query: str) -> None:
+    problem(http.post("/v1/search", json={"query": query}), 400, "invalid-request")
+    assert http.post("/v1/search", json={"query": f"{query}x"}).status_code == 200
+
+
+@pytest.mark.parametrize("text", ["", "   "])
+def test_an_empty_or_blank_id_or_relation_type_is_the_same_invalid_request(
+        http: httpx.Client, text: str) -> None:
+    first = http.post("/v1/memories", json={"content": "one"}).json()["id"]
+    second = http.post("/v1/memories", json={"content": "two"}).json()["id"]
+    relation = {"source_record_id": first, "source_record_type": "memory",
+                "target_record_id": second, "target_record_type": "memory",
+                "relation_type": "inspired"}
+    for method, path, body in [
+            ("POST", "/v1/memories", {"content": "x", "memory_id": text}),
+            ("POST", "/v1/memories", {"content": "x", "thread_id": text}),
+            ("POST", "/v1/threads", {"agent_id": text}),
+            ("POST", "/v1/threads", {"thread_id": text}),
+            ("POST", "/v1/search", {"query": "x", "agent_id": text}),
+            ("POST", "/v1/relations", {**relation, "source_record_id": text}),
+            ("POST", "/v1/relations", {**relation, "relation_type": text}),
+            ("POST", "/v1/relations", {**relation, "opposite_relation_type": text})]:
+        problem(http.request(method, path, json=body), 400, "invalid-request")
+    # Positive control: the same bodies with a real value.
+    assert http.post("/v1/threads", json={"agent_id": "agent"}).status_code == 201
+    made = http.post("/v1/relations", json={**relation, "opposite_relation_type": "inspired_by"})
+    assert made.status_code == 201, made.text
+
+
+def test_an_id_longer_than_the_stores_keep_is_an_invalid_request(http: httpx.Client) -> None:
+    """Too long is one mistake too: past the stores' 128 characters, however far past."""
+    for length in (MAX_ID_LENGTH + 1, 300):
+        problem(http.post("/v1/memories", json={"content": "x", "memory_id": "m" * length}),
+                400, "invalid-request")
+        problem(http.post("/v1/threads", json={"agent_id": "a" * length}), 400,
+                "invalid-request")
+    longest = http.post("/v1/memories", json={"content": "x", "memory_id": "m" * MAX_ID_LENGTH})
+    assert longest.status_code == 201, longest.text
+
+
+def test_mcp_answers_a_blank_query_as_rest_does(gateway: LiveGateway,
+                                                http: httpx.Client) -> None:
+    for query in ("", "  "):
+        answer = mcp_call(gateway, http, "search", {"query": query})
+        result = answer.json()["result"]
+        assert result["isError"], result
+        assert result["structuredContent"]["type"] == problem_type("invalid-request")
+    fine = mcp_call(gateway, http, "search", {"query": " x "})
+    assert not fine.json()["result"]["isError"], fine.text
+
+
+def test_the_openapi_document_says_queries_and_ids_must_not_be_blank(
+        gateway: LiveGateway) -> None:
+    schemas = httpx.get(f"{gateway.url}/openapi.json").json()["components"]["schemas"]
+    query = schemas["SearchIn"]["properties"]["query"]
+    assert query["minLength"] == 1 and query["pattern"] == r"\S"
+    [agent_id, _] = schemas["ThreadIn"]["properties"]["agent_id"]["anyOf"]
+    assert agent_id["pattern"] == r"\S" and agent_id["maxLength"] == MAX_ID_LENGTH
 
 
 # --- invalid Unicode: 400 anywhere in a body, 401 in a token, never 500 ---------------------------

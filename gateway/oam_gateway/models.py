@@ -9,15 +9,34 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
+MAX_ID_LENGTH = 128
+"""The longest id the stores keep (the SDK refuses longer ones)."""
+
+
+def _not_blank(value: str) -> str:
+    """The SDK's rule for ids, queries and relation types, checked where the other rules of a
+    body are (so that a blank value is the same ``invalid-request`` as an empty one)."""
+    if not value.strip():
+        raise PydanticCustomError("blank_string",
+                                  "String should have a character other than whitespace")
+    return value
+
+
+NOT_BLANK = AfterValidator(_not_blank)
 Metadata = dict[str, Any]
 MemoryType = Literal["memory", "fact", "preference", "guideline"]
 RecordTypeName = Literal["memory", "fact", "preference", "guideline", "message", "thread",
                          "thread_summary", "image", "user_profile", "agent_profile"]
-Id = Annotated[str, Field(min_length=1, max_length=256)]
-PathId = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^/]+$", description=(
-    "A new record's id: no '/', so that it can be addressed as one path segment"))]
+NonBlank = Annotated[str, Field(min_length=1, json_schema_extra={"pattern": r"\S"}), NOT_BLANK]
+"""Text with a character other than whitespace."""
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH,
+                          json_schema_extra={"pattern": r"\S"}), NOT_BLANK]
+PathId = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=r"^[^/]+$",
+                              description=("A new record's id: not blank, no '/', so that it "
+                                           "can be addressed as one path segment")), NOT_BLANK]
 
 
 class RequestBody(BaseModel):
@@ -197,7 +216,7 @@ class BatchResult(BaseModel):
 class SearchIn(OwnedBody):
     """A search of the caller's records."""
 
-    query: str = Field(min_length=1, description="What to look for, in words.")
+    query: NonBlank = Field(description="What to look for, in words.")
     k: int = Field(default=10, ge=1, description="How many results at most.")
     record_types: list[RecordTypeName] | None = Field(default=None, description=(
         "Only records of these types; left out, every type."))
@@ -252,10 +271,9 @@ class RelationIn(OwnedBody):
     source_record_type: MemoryType = Field(description="The source memory's type.")
     target_record_id: Id = Field(description="The memory the relation points to.")
     target_record_type: MemoryType = Field(description="The target memory's type.")
-    relation_type: str = Field(min_length=1, max_length=256, description=(
+    relation_type: NonBlank = Field(max_length=256, description=(
         "What the relation says, read from the source (supports, about...)."))
-    opposite_relation_type: str | None = Field(default=None, min_length=1, max_length=256,
-                                               description=(
+    opposite_relation_type: NonBlank | None = Field(default=None, max_length=256, description=(
         "What it says read from the target (is_supported_by...), if it has a name."))
     relation_id: PathId | None = Field(default=None, description=(
         "The new relation's id; left out, one is generated."))
