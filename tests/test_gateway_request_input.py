@@ -3,6 +3,7 @@
 A body must be JSON by its media type (415 otherwise; MCP keeps its transport's own rules).
 One mistake answers one problem type: a blank query, id or relation type is the same
 ``invalid-request`` as an empty one, and an id past the stores' length the same as a longer one.
+``ttl_days`` takes whole days as the spec types it (omitted: the store's default; null: never).
 Text that is not valid Unicode (a lone UTF-16 surrogate, which a JSON escape can carry) is
 refused at the boundary, anywhere in a body (400) or in a token's claims (401), never reaching
 the database or a tokenizer. Every refusal has a positive control, and ordinary requests on the
@@ -15,15 +16,20 @@ import base64
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
+from datetime import timedelta
+from typing import Any, cast
 
 import httpx
+import psycopg
 import pytest
-from dds import AUDIENCE, GROUP, ISSUER, DdsEnvironment
-from gateway_live import LiveGateway, live_gateway
+from dds import AUDIENCE, GROUP, ISSUER, OWNER, DdsEnvironment
+from gateway_live import VECTOR_DIM, LiveGateway, gateway_settings, live_gateway, serve
 from joserfc import jws
-from oam_gateway.models import MAX_ID_LENGTH
+from oam_gateway.app import create_app
+from oam_gateway.models import MAX_ID_LENGTH, MAX_TTL_DAYS
 from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
+from oracleagentmemory.core import MemoryRetentionConfig
+from psycopg import sql
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream",
                "Content-Type": "application/json"}
@@ -391,3 +397,85 @@ def test_mcp_refuses_text_the_database_cannot_store_as_rest_does(
     result = answer.json()["result"]
     assert result["isError"] and result["structuredContent"]["status"] == 400, result
     assert result["structuredContent"]["type"] == problem_type("invalid-request")
+
+
+# --- ttl_days: whole days, as the spec types it -------------------------------------------------
+
+@pytest.fixture(scope="module")
+def retained(dds: DdsEnvironment, tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[LiveGateway]:
+    """A gateway over a store whose records live 30 days unless a write says otherwise."""
+    store_id = dds.new_store(vector_dim=VECTOR_DIM,
+                             memory_retention_config=MemoryRetentionConfig(default_ttl_days=30))
+    jwks_file = tmp_path_factory.mktemp("retained") / "jwks.json"
+    jwks_file.write_text(json.dumps(dds.issuer.jwks()), encoding="utf-8")
+    with serve(create_app(gateway_settings(dds, store_id, jwks_file))) as url:
+        yield LiveGateway(url, dds, store_id)
+
+
+def lifetime(gateway: LiveGateway, memory_id: str) -> timedelta | None:
+    """How long the stored memory ``memory_id`` lives (``None``: it never expires)."""
+    table = sql.Identifier(OWNER, f"{gateway.store_id}_memory")
+    with psycopg.connect(gateway.dds.owner_url) as conn:
+        row = conn.execute(sql.SQL("SELECT expires_at - created_at FROM {} WHERE id = %s")
+                           .format(table), [memory_id]).fetchone()
+    assert row is not None, memory_id
+    return cast("timedelta | None", row[0])
+
+
+def post_raw(http: httpx.Client, path: str, text: str) -> httpx.Response:
+    return http.post(path, content=text.encode(), headers={"Content-Type": "application/json"})
+
+
+@pytest.mark.parametrize("raw, days", [("2", 2), ("2.0", 2), ("1e2", 100), ("1", 1),
+                                       (str(MAX_TTL_DAYS), MAX_TTL_DAYS)])
+def test_ttl_days_takes_whole_days(retained: LiveGateway, raw: str, days: int) -> None:
+    with retained.client("ttl_user") as http:
+        added = post_raw(http, "/v1/memories", f'{{"content": "lives", "ttl_days": {raw}}}')
+        assert added.status_code == 201, added.text
+        assert lifetime(retained, added.json()["id"]) == timedelta(days=days)
+        batch = post_raw(http, "/v1/memories:batch",
+                         f'{{"operations": [{{"op": "add", "content": "x", "ttl_days": {raw}}}]}}')
+        assert batch.status_code == 200, batch.text
+        assert lifetime(retained, batch.json()["results"][0]["id"]) == timedelta(days=days)
+
+
+def test_ttl_days_omitted_is_the_stores_default_and_null_never_expires(
+        retained: LiveGateway) -> None:
+    """The spec's three cases: omitted (the store's default), null (no expiry), a number."""
+    with retained.client("ttl_user") as http:
+        omitted = http.post("/v1/memories", json={"content": "default"}).json()["id"]
+        never = http.post("/v1/memories", json={"content": "kept", "ttl_days": None}).json()["id"]
+        assert lifetime(retained, omitted) == timedelta(days=30)
+        assert lifetime(retained, never) is None
+
+
+@pytest.mark.parametrize("raw", ["1.5", "2.000001", "0", "-1", "true", "false", '"2"', "1e400",
+                                 str(MAX_TTL_DAYS + 1), "100000000000", "[2]", "{}"])
+def test_ttl_days_refuses_what_is_not_a_whole_number_of_days(http: httpx.Client,
+                                                             raw: str) -> None:
+    answer = post_raw(http, "/v1/memories", f'{{"content": "lives", "ttl_days": {raw}}}')
+    detail = problem(answer, 400, "invalid-request")["detail"]
+    assert detail.startswith("ttl_days: "), detail
+    batch = post_raw(http, "/v1/memories:batch",
+                     f'{{"operations": [{{"op": "add", "content": "x", "ttl_days": {raw}}}]}}')
+    problem(batch, 400, "invalid-request")
+
+
+def test_mcp_takes_ttl_days_as_rest_does(gateway: LiveGateway, http: httpx.Client) -> None:
+    added = mcp_call(gateway, http, "add_memory", {"content": "lives", "ttl_days": 2})
+    result = added.json()["result"]
+    assert not result["isError"], result
+    assert lifetime(gateway, result["structuredContent"]["id"]) == timedelta(days=2)
+    for refused in (1.5, True, "2", 0):
+        answer = mcp_call(gateway, http, "add_memory", {"content": "x", "ttl_days": refused})
+        result = answer.json()["result"]
+        assert result["isError"], (refused, result)
+        assert result["structuredContent"]["type"] == problem_type("invalid-request")
+
+
+def test_the_openapi_document_types_ttl_days_as_whole_days(gateway: LiveGateway) -> None:
+    schemas = httpx.get(f"{gateway.url}/openapi.json").json()["components"]["schemas"]
+    [typed, null] = schemas["MemoryIn"]["properties"]["ttl_days"]["anyOf"]
+    assert typed == {"type": "integer", "minimum": 1, "maximum": MAX_TTL_DAYS}
+    assert null == {"type": "null"}

@@ -46,6 +46,7 @@ from oam_gateway.models import (
     SearchIn,
     SearchOut,
     ThreadIn,
+    TtlDays,
 )
 from oam_gateway.rest_search import SEARCH_SCOPE_NOTE
 from oam_gateway.rest_threads import THREAD_AGENT_NOTE
@@ -128,7 +129,7 @@ def build_tools(runner: ToolRunner) -> list[Tool]:
         agent_id: Annotated[Id | None, body_field(MemoryIn, "agent_id")] = None,
         metadata: Annotated[Metadata | None, body_field(MemoryIn, "metadata")] = None,
         timestamp: Annotated[str | None, body_field(MemoryIn, "timestamp")] = None,
-        ttl_days: Annotated[float | None, body_field(MemoryIn, "ttl_days")] = None,
+        ttl_days: Annotated[TtlDays | None, body_field(MemoryIn, "ttl_days")] = None,
     ) -> Annotated[CallToolResult, Record]:
         """Remember something about the user: a memory, fact, preference or guideline."""
         return await runner.run(ctx, "add_memory", "memories.add", body=present(

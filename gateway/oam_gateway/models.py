@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 MAX_ID_LENGTH = 128
 """The longest id the stores keep (the SDK refuses longer ones)."""
+MAX_TTL_DAYS = 36_500
+"""The longest lifetime a record may be given, in days (100 years; longer is what ``null``,
+never expiring, is for). Expiry times far beyond it overflow the timestamps that hold them."""
 
 
 def _not_blank(value: str) -> str:
@@ -26,6 +29,19 @@ def _not_blank(value: str) -> str:
 
 
 NOT_BLANK = AfterValidator(_not_blank)
+
+
+def _number(value: Any) -> Any:
+    """A JSON number (``2`` or ``2.0``), not a boolean or a string that pydantic would turn
+    into one."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("whole_days", "Input should be a whole number of days")
+    return value
+
+
+TtlDays = Annotated[int, Field(ge=1, le=MAX_TTL_DAYS), BeforeValidator(_number)]
+"""A lifetime in whole days, as the spec types ``ttl_days`` (``int``): ``2.0`` is 2, ``1.5`` is
+refused."""
 Metadata = dict[str, Any]
 MemoryType = Literal["memory", "fact", "preference", "guideline"]
 RecordTypeName = Literal["memory", "fact", "preference", "guideline", "message", "thread",
@@ -164,8 +180,10 @@ class MemoryIn(OwnedBody):
         "Free-form JSON object stored with the record."))
     timestamp: str | None = Field(default=None, description=(
         "When it happened (ISO 8601); left out, now."))
-    ttl_days: float | None = Field(default=None, gt=0, description=(
-        "Days after which it expires; left out, it does not."))
+    ttl_days: TtlDays | None = Field(default=None, description=(
+        f"Whole days after which it expires (1 to {MAX_TTL_DAYS}). Left out, the store's "
+        "default lifetime applies (by default none: it does not expire); null, it does not "
+        "expire (or lives the store's maximum lifetime, when the store sets one)."))
 
 
 class MemoryPatch(OwnedBody):

@@ -40,10 +40,12 @@ def memory(client: OracleAgentMemory, memory_id: str) -> SdkRecord:
 
 def _add(client: OracleAgentMemory, body: MemoryIn, user_name: str) -> str:
     options: dict[str, Any] = {"memory_type": body.memory_type, "user_id": user_name}
-    for name in ("memory_id", "thread_id", "agent_id", "metadata", "timestamp", "ttl_days"):
+    for name in ("memory_id", "thread_id", "agent_id", "metadata", "timestamp"):
         value = getattr(body, name)
         if value is not None:
             options[name] = value
+    if "ttl_days" in body.model_fields_set:  # null is the spec's "never expires", not omitted
+        options["ttl_days"] = body.ttl_days
     return client.add_memory(body.content, **options)
 
 
