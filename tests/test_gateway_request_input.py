@@ -474,6 +474,20 @@ def test_mcp_takes_ttl_days_as_rest_does(gateway: LiveGateway, http: httpx.Clien
         assert result["structuredContent"]["type"] == problem_type("invalid-request")
 
 
+def test_the_mcp_input_schemas_say_what_the_server_checks(gateway: LiveGateway,
+                                                           http: httpx.Client) -> None:
+    """A blank query and a fractional ttl_days are refused by the tools' own input schemas."""
+    request = {"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": {}}
+    answer = httpx.post(f"{gateway.url}/mcp", content=raw_json(request), timeout=30,
+                        headers={**MCP_HEADERS, "Authorization": http.headers["Authorization"]})
+    tools = {t["name"]: t["inputSchema"]["properties"] for t in answer.json()["result"]["tools"]}
+    query = tools["search"]["query"]
+    assert query["minLength"] == 1 and query["pattern"] == r"\S"
+    [typed, null] = tools["add_memory"]["ttl_days"]["anyOf"]
+    assert typed == {"type": "integer", "minimum": 1, "maximum": MAX_TTL_DAYS}
+    assert null == {"type": "null"}
+
+
 def test_the_openapi_document_types_ttl_days_as_whole_days(gateway: LiveGateway) -> None:
     schemas = httpx.get(f"{gateway.url}/openapi.json").json()["components"]["schemas"]
     [typed, null] = schemas["MemoryIn"]["properties"]["ttl_days"]["anyOf"]

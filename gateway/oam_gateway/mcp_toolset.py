@@ -68,12 +68,14 @@ RELATION_ID = "The relation's id (as add_relation or list_relations answered it)
 
 def body_field(model: type[BaseModel], name: str, *, note: str = "", **bounds: Any) -> Any:
     """The tool argument for the field ``name`` of the REST body ``model``: the field's
-    description (and ``note``), its constraints, and ``bounds`` (pydantic ``Field`` bounds)."""
+    description (and ``note``), its constraints and schema extras (a query's ``pattern``), and
+    ``bounds`` (pydantic ``Field`` bounds)."""
     field = model.model_fields[name]
     description = " ".join(part for part in (field.description, note) if part)
     if not description:
         raise ValueError(f"{model.__name__}.{name} has no description to give its tool argument")
-    argument: FieldInfo = Field(description=description, **bounds)
+    argument: FieldInfo = Field(description=description,
+                                json_schema_extra=field.json_schema_extra, **bounds)
     argument.metadata = [*field.metadata, *argument.metadata]
     return argument
 
