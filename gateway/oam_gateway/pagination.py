@@ -34,6 +34,9 @@ Position = tuple[str, str] | int
 
 _MAX_ID_LENGTH = 128
 _MAX_SEQ_NO = 2 ** 63 - 1
+_MAX_CURSOR_LENGTH = 4096
+"""Longer than any cursor this module makes (an id of 128 escaped astral characters is about
+2,200 characters of base64)."""
 
 
 @dataclass(frozen=True)
@@ -114,9 +117,11 @@ def decode_cursor(cursor: str, list_name: ListName) -> Position:
     """The position ``cursor`` names in ``list_name``, or a 400."""
     refused = RequestRefused(400, "invalid-request", f"the cursor is not a cursor of this "
                              f"list ({list_name}): pass the next_cursor of its previous page")
+    if len(cursor) > _MAX_CURSOR_LENGTH:
+        raise refused
     try:
         payload = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, binascii.Error):
+    except (ValueError, binascii.Error, RecursionError):  # RecursionError: nested too deep
         raise refused from None
     if not isinstance(payload, dict) or payload.get("l") != list_name:
         raise refused
