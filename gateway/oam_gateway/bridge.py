@@ -130,5 +130,22 @@ class BridgedPool(ConnectionPool[Any]):
         if in_bridge() and self.get_stats().get("pool_available", 0) == 0:
             # None ready: wait in a worker thread while the loop (which returns connections)
             # goes on.
-            return await_in_bridge(asyncio.to_thread(super().getconn, timeout))
+            return await_in_bridge(self._wait_in_thread(timeout))
         return super().getconn(timeout)
+
+    async def _wait_in_thread(self, timeout: float) -> Any:
+        """``getconn(timeout)`` in a worker thread. The thread cannot be stopped: when the
+        request is cancelled meanwhile (its timeout), the connection the thread gets later goes
+        back to the pool instead of to nobody (which would shrink the pool for good)."""
+        waiting = asyncio.ensure_future(asyncio.to_thread(super().getconn, timeout))
+        try:
+            return await asyncio.shield(waiting)
+        except asyncio.CancelledError:
+            waiting.add_done_callback(self._return_abandoned)
+            raise
+
+    def _return_abandoned(self, waiting: asyncio.Future[Any]) -> None:
+        """Return the connection an abandoned wait got, if it got one (from a worker thread:
+        the loop never blocks on the pool)."""
+        if not waiting.cancelled() and waiting.exception() is None:
+            asyncio.get_running_loop().run_in_executor(None, self.putconn, waiting.result())
