@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,9 +14,18 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from dds import RUNTIME, DdsEnvironment
+from dds import OWNER, RUNTIME, DdsEnvironment
 from gateway_live import LiveGateway, live_gateway
 from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
+from oracleagentmemory.core.deepsec.audit import (
+    AuditChainError,
+    enable_write_audit,
+    seal_write_audit,
+    verify_write_audit,
+    write_audit_status,
+)
+from oracleagentmemory.core.deepsec.audit_chain import generate_signing_key, public_jwk
+from oracleagentmemory.engines.identifiers import store_names
 from psycopg import sql
 
 
@@ -105,3 +115,105 @@ def test_a_request_timed_out_while_waiting_for_a_connection_does_not_take_it_for
             if status != 201:
                 time.sleep(0.5)
         assert status == 201, "the pool never got its connection back"
+
+
+# --- the audit seal: verify, then sign ---------------------------------------------------------
+AUDIT_KEY = generate_signing_key()
+AUDIT_PUBLIC = public_jwk(AUDIT_KEY)
+
+
+def audit_table(store_id: str, logical: str) -> sql.Identifier:
+    names = store_names(memory_store_id=store_id, table_name_prefix=None, schema_owner=OWNER,
+                        fold="lower")
+    return sql.Identifier(OWNER, names.object_name(logical))
+
+
+def add_audited_memories(dds: DdsEnvironment, store_id: str, prefix: str) -> None:
+    with dds.runtime_store(store_id, "alice") as store:
+        store.add([f"{prefix} {n}" for n in range(3)], "memory",
+                  record_ids=[f"{prefix}{n}" for n in range(3)])
+
+
+@contextmanager
+def checkpoints_held(dds: DdsEnvironment, store_id: str, tamper: bool) -> Iterator[None]:
+    """The superuser holds the checkpoint table (reads go on, a sealer's lock waits) from the
+    start of the block until a sealer waits for it; then, with ``tamper``, deletes the last
+    checkpoint and its chain links and changes a record it sealed, and lets the sealer go."""
+    checkpoint = audit_table(store_id, "write_audit_checkpoint")
+    with psycopg.connect(dds.superuser_url, autocommit=True) as su:
+        for logical in ("write_audit", "write_audit_chain", "write_audit_checkpoint"):
+            su.execute(sql.SQL("ALTER TABLE {} DISABLE TRIGGER USER").format(
+                audit_table(store_id, logical)))
+    held, failure = threading.Event(), []
+
+    def hold() -> None:
+        try:
+            with psycopg.connect(dds.superuser_url) as conn, \
+                    psycopg.connect(dds.superuser_url, autocommit=True) as watcher:
+                conn.execute(sql.SQL("LOCK TABLE {} IN SHARE MODE").format(checkpoint))
+                held.set()
+                oid = conn.execute("SELECT %s::regclass::oid",
+                                   [checkpoint.as_string(conn)]).fetchone()
+                for _ in range(600):  # until a sealer waits for the table
+                    waiting = watcher.execute("SELECT count(*) FROM pg_locks WHERE relation = "
+                                              "%s AND NOT granted", [oid[0] if oid else 0]
+                                              ).fetchone()
+                    if waiting and waiting[0]:
+                        break
+                    time.sleep(0.05)
+                else:
+                    raise AssertionError("no sealer waited for the checkpoints")
+                if tamper:
+                    last = conn.execute(sql.SQL("SELECT seq, first_id FROM {} ORDER BY seq DESC "
+                                                "LIMIT 1").format(checkpoint)).fetchone()
+                    assert last is not None
+                    conn.execute(sql.SQL("DELETE FROM {} WHERE checkpoint_seq = %s").format(
+                        audit_table(store_id, "write_audit_chain")), [last[0]])
+                    conn.execute(sql.SQL("DELETE FROM {} WHERE seq = %s").format(checkpoint),
+                                 [last[0]])
+                    conn.execute(sql.SQL("UPDATE {} SET end_user = 'mallory' WHERE id = %s"
+                                         ).format(audit_table(store_id, "write_audit")),
+                                 [last[1]])
+        except BaseException as error:  # reported by the test
+            failure.append(error)
+            held.set()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(30)
+    try:
+        yield
+    finally:
+        holder.join(60)
+        assert not failure, failure
+
+
+def test_seal_does_not_sign_a_chain_changed_after_it_verified_it(dds: DdsEnvironment) -> None:
+    """seal verifies what is sealed, then signs the rest in later transactions, chaining on
+    the last checkpoint it reads then. One who can write the database (without the signing
+    key) could, in between, delete the last checkpoint and change a record it sealed: seal
+    re-sealed that record, changed, under a new checkpoint, and printed the new head to keep
+    as trusted, so verify, even from that head, found nothing. Seal now signs only on top of
+    the checkpoint it verified (or its own), else raises AuditChainError and signs nothing."""
+    store_id = dds.new_store()
+    assert enable_write_audit(dds.secadmin_url, OWNER, store_id).enabled
+    add_audited_memories(dds, store_id, "a")
+    first = seal_write_audit(dds.owner_url, OWNER, store_id, AUDIT_KEY)
+    trusted = (first[-1].seq, first[-1].head)
+    add_audited_memories(dds, store_id, "b")
+    # Positive control: the sealer waits for the held table, then seals on the verified head.
+    with checkpoints_held(dds, store_id, tamper=False):
+        second = seal_write_audit(dds.owner_url, OWNER, store_id, AUDIT_KEY,
+                                  trusted_checkpoint=trusted, lock_timeout_seconds=30)
+    assert [c.seq for c in second] == [trusted[0] + 1]
+    trusted = (second[-1].seq, second[-1].head)
+    assert verify_write_audit(dds.owner_url, OWNER, store_id, AUDIT_PUBLIC,
+                              trusted_checkpoint=trusted).ok
+    # The attack: the last checkpoint goes and a record it sealed changes after the verify.
+    with checkpoints_held(dds, store_id, tamper=True), pytest.raises(AuditChainError):
+        seal_write_audit(dds.owner_url, OWNER, store_id, AUDIT_KEY,
+                         trusted_checkpoint=trusted, lock_timeout_seconds=30)
+    # Nothing was signed on top: the tampering stays visible from the kept head.
+    assert write_audit_status(dds.owner_url, OWNER, store_id).checkpoints == trusted[0] - 1
+    assert not verify_write_audit(dds.owner_url, OWNER, store_id, AUDIT_PUBLIC,
+                                  trusted_checkpoint=trusted).ok

@@ -267,10 +267,16 @@ def seal_write_audit(connection: object, owner_schema: str, memory_store_id: str
             raise AuditChainError(verified.problem)
         if horizon is None:
             return sealed
+        # Sign only on top of the checkpoint verified above, then on this run's own: one
+        # that changed in between (deleted, replaced, added) may cover records changed since.
+        expected = (verified.last_checkpoint_seq, verified.head)
         while True:
             with admin.transaction():
                 admin.lock_checkpoints(names)
                 last = admin.last_checkpoint(names)
+                found = (None, None) if last is None else (last.seq, last.head_hash.hex())
+                if found != expected:
+                    raise AuditChainError(_changed_while_sealing(expected[0], sealed))
                 after = 0 if last is None else last.last_id
                 rows = admin.rows(names, after, horizon, batch_size) if after < horizon else []
                 if not rows:
@@ -288,10 +294,20 @@ def seal_write_audit(connection: object, owner_schema: str, memory_store_id: str
                                  replace(checkpoint, key_id=kid, signature=signature))
             sealed.append(AuditCheckpoint(seq, rows[0].id, rows[-1].id, len(rows), head.hex(),
                                           kid))
+            expected = (seq, head.hex())
             if progress is not None:
                 progress(f"checkpoint {seq}: sealed records {rows[0].id}..{rows[-1].id} "
                          f"({len(rows)} rows)")
     return sealed
+
+
+def _changed_while_sealing(seq: int | None, sealed: list[AuditCheckpoint]) -> AuditProblem:
+    done = (f" (this run sealed checkpoints {sealed[0].seq}..{sealed[-1].seq} before it)"
+            if sealed else "")
+    last = "there was no checkpoint" if seq is None else f"checkpoint {seq} was the last one"
+    return AuditProblem(
+        "bad_checkpoint", f"the checkpoints changed while sealing: {last} when it was verified "
+        f"or sealed, and no longer is{done}; verify the audit", checkpoint_seq=seq)
 
 
 class _Verifier:
