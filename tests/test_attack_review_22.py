@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -17,6 +18,8 @@ import pytest
 from dds import OWNER, RUNTIME, DdsEnvironment
 from gateway_live import LiveGateway, live_gateway
 from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
+from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
+from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
 from oracleagentmemory.core.deepsec.audit import (
     AuditChainError,
     enable_write_audit,
@@ -25,8 +28,11 @@ from oracleagentmemory.core.deepsec.audit import (
     write_audit_status,
 )
 from oracleagentmemory.core.deepsec.audit_chain import generate_signing_key, public_jwk
+from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
 from oracleagentmemory.engines.identifiers import store_names
+from oracleagentmemory.errors import DatabaseError, DuplicateRecordError
 from psycopg import sql
+from psycopg_pool import ConnectionPool
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +223,34 @@ def test_seal_does_not_sign_a_chain_changed_after_it_verified_it(dds: DdsEnviron
     assert write_audit_status(dds.owner_url, OWNER, store_id).checkpoints == trusted[0] - 1
     assert not verify_write_audit(dds.owner_url, OWNER, store_id, AUDIT_PUBLIC,
                                   trusted_checkpoint=trusted).ok
+
+
+# --- a pooled transaction whose failed statement was caught inside it --------------------------
+def test_a_transaction_with_a_caught_failure_does_not_report_a_commit(
+        dds: DdsEnvironment) -> None:
+    """A store's all-or-none block (the gateway's batch) whose statement failed, the error
+    caught inside the block, left an aborted transaction: its COMMIT answered ROLLBACK, sent
+    through libpq past psycopg, and the block ended as if everything before the failure had
+    been stored, while nothing was. Leaving the block now rolls back through psycopg and
+    raises; the pooled connection serves the next writes."""
+    store_id = dds.new_store()
+    pool: ConnectionPool[Any] = ConnectionPool(dds.runtime_url, min_size=1, max_size=1,
+                                               open=True)
+    try:
+        with OracleMemoryEndUserSecurityContext(dds.context("alice")):
+            store = OracleDBMemoryStore(None, pool, schema_policy=SchemaPolicy.NO_CHECK,
+                                        memory_store_id=store_id, schema_owner=OWNER)
+            store.add(["first"], "memory", record_ids="taken")
+            # Positive control: a block without a failure stores what it wrote.
+            with store._atomic():
+                store.add(["stored"], "memory", record_ids="stored")
+            assert store.get("memory", "stored") is not None
+            with pytest.raises(DatabaseError, match="none of it was stored"), store._atomic():
+                store.add(["lost"], "memory", record_ids="lost")
+                with pytest.raises(DuplicateRecordError):
+                    store.add(["again"], "memory", record_ids="taken")
+            assert store.get("memory", "lost") is None
+            store.add(["after"], "memory", record_ids="after")
+            assert store.get("memory", "after") is not None
+    finally:
+        pool.close()

@@ -97,6 +97,12 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any) -> Iterato
     except BaseException:
         _roll_back(conn)
         raise
+    if conn.info.transaction_status == TransactionStatus.INERROR:
+        # A statement failed and its error was caught inside the block: COMMIT would roll the
+        # transaction back and answer as if it had committed (and past psycopg's cache).
+        _roll_back(conn)
+        raise psycopg.errors.InFailedSqlTransaction(
+            "a statement of the transaction failed, so none of it was stored (rolled back)")
     _commit_and_check(conn)
 
 
