@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +21,11 @@ import psycopg
 import pytest
 from dds import OWNER, RUNTIME, DdsEnvironment
 from gateway_live import LiveGateway, live_gateway
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
+from oam_gateway.cli import DEV_ISSUER
+from oam_gateway.dev_state import DevState
 from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
@@ -254,3 +263,52 @@ def test_a_transaction_with_a_caught_failure_does_not_report_a_commit(
             assert store.get("memory", "after") is not None
     finally:
         pool.close()
+
+
+# --- oam-gateway token and the records of running dev processes --------------------------------
+GATEWAY = shutil.which("oam-gateway") or str(Path(sys.executable).parent / "oam-gateway")
+
+
+def signed_by(token: str, state_dir: Path) -> bool:
+    keys = KeySet.import_key_set(json.loads((state_dir / "jwks.json").read_text()))
+    try:
+        jwt.decode(token, keys, algorithms=["RS256"])
+    except JoseError:  # another key (kid) or a bad signature
+        return False
+    return True
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0,
+                    reason="giving a file to another user needs root")
+def test_token_ignores_a_dev_record_another_user_planted(tmp_path: Path) -> None:
+    """oam-gateway token signs with the key of the state directory a running dev recorded.
+    Where the record directory is writable by others (a umask of 0, a shared XDG_DATA_HOME),
+    another user could plant a record naming a live process and a state directory of theirs,
+    and token signed with their key. A record that is not this user's plain file is ignored."""
+    xdg = tmp_path / "xdg"
+    default = xdg / "oam-gateway" / "dev"
+    DevState(default).issuer(DEV_ISSUER)
+    theirs = tmp_path / "theirs"
+    DevState(theirs).issuer(DEV_ISSUER)
+    running = xdg / "oam-gateway" / "dev-running"
+    running.mkdir(mode=0o777)
+    running.chmod(0o777)
+    record = running / "1.json"  # process 1 is alive
+    record.write_text(json.dumps({"pid": 1, "base": "http://127.0.0.1:1",
+                                  "state_dir": str(theirs)}), encoding="utf-8")
+    env = {**os.environ, "XDG_DATA_HOME": str(xdg)}
+
+    def token() -> str:
+        minted = subprocess.run([GATEWAY, "token", "--user", "alice"], env=env,
+                                capture_output=True, text=True, timeout=60, check=True)
+        return minted.stdout.strip()
+
+    # Positive control: this user's own record is followed.
+    assert signed_by(token(), theirs)
+    os.chown(record, 65534, 65534)  # nobody's
+    assert signed_by(token(), default)
+    record.unlink()
+    (theirs / "link.json").write_text(record.name)
+    record.symlink_to(theirs / "link.json")  # a link is not a record either
+    os.lchown(record, 65534, 65534)
+    assert signed_by(token(), default)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,9 +44,18 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _written_by_me(record: Path) -> bool:
+    """Whether ``record`` is a plain file of this user (not a link, pipe or another user's
+    file, which would steer ``token`` to a key of theirs)."""
+    info = record.lstat()
+    getuid = getattr(os, "getuid", None)  # POSIX; elsewhere the directory's ACL decides
+    return stat.S_ISREG(info.st_mode) and (getuid is None or info.st_uid == getuid())
+
+
 def announce(base: str, state_dir: Path) -> Path:
     """Record this process as a ``dev`` serving ``base`` from ``state_dir``; returns the record
     (remove it with :func:`withdraw` when serving ends)."""
+    running_dir().mkdir(mode=0o700, parents=True, exist_ok=True)  # others may not add records
     record = running_dir() / f"{os.getpid()}.json"
     write_private(record, json.dumps({"pid": os.getpid(), "base": base,
                                       "state_dir": str(state_dir.resolve())}))
@@ -62,6 +72,8 @@ def running_devs() -> list[RunningDev]:
     found = []
     for record in sorted(running_dir().glob("*.json")):
         try:
+            if not _written_by_me(record):
+                continue  # planted: another user's file, or a link to one
             data = json.loads(record.read_text(encoding="utf-8"))
             dev = RunningDev(int(data["pid"]), str(data["base"]), Path(data["state_dir"]))
         except (OSError, ValueError, KeyError, TypeError):
