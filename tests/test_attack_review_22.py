@@ -225,9 +225,13 @@ def test_seal_does_not_sign_a_chain_changed_after_it_verified_it(dds: DdsEnviron
     assert verify_write_audit(dds.owner_url, OWNER, store_id, AUDIT_PUBLIC,
                               trusted_checkpoint=trusted).ok
     # The attack: the last checkpoint goes and a record it sealed changes after the verify.
-    with checkpoints_held(dds, store_id, tamper=True), pytest.raises(AuditChainError):
+    with checkpoints_held(dds, store_id, tamper=True), \
+            pytest.raises(AuditChainError) as refused:
         seal_write_audit(dds.owner_url, OWNER, store_id, AUDIT_KEY,
                          trusted_checkpoint=trusted, lock_timeout_seconds=30)
+    assert refused.value.problem.kind == "bad_checkpoint"
+    assert "changed while sealing" in refused.value.problem.message
+    assert refused.value.sealed == [] and refused.value.outcome == "nothing sealed"
     # Nothing was signed on top: the tampering stays visible from the kept head.
     assert write_audit_status(dds.owner_url, OWNER, store_id).checkpoints == trusted[0] - 1
     assert not verify_write_audit(dds.owner_url, OWNER, store_id, AUDIT_PUBLIC,

@@ -213,7 +213,7 @@ def run_audit(args: argparse.Namespace, console: Console) -> int:
                                       lock_timeout_seconds=args.lock_timeout,
                                       trusted_checkpoint=trusted, progress=console.progress)
         except AuditChainError as exc:
-            raise CliError(f"nothing sealed: the audit sealed so far does not verify: "
+            raise CliError(f"{exc.outcome}: the audit sealed so far does not verify: "
                            f"{_bad(exc.problem)}") from exc
         for checkpoint in sealed:
             console.out(f"checkpoint {checkpoint.seq}: records {checkpoint.first_id}.."

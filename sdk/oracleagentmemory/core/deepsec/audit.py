@@ -126,16 +126,26 @@ class AuditVerification:
 
 
 class AuditChainError(OracleAgentMemoryError, RuntimeError):
-    """:func:`seal_write_audit` refused: what is already sealed does not verify, so nothing
-    was signed on top of it. ``problem`` is the first bad record or checkpoint, as
-    :func:`verify_write_audit` reports it."""
+    """:func:`seal_write_audit` refused: what is already sealed does not verify (or changed
+    while sealing), so nothing was signed on top of it. ``problem`` is the first bad record or
+    checkpoint, as :func:`verify_write_audit` reports it; ``sealed``, the checkpoints this seal
+    signed before it stopped (usually none)."""
 
     code = "audit_chain_broken"
 
-    def __init__(self, problem: AuditProblem) -> None:
-        super().__init__(f"nothing sealed: the audit sealed so far does not verify: "
-                         f"{problem.message}")
+    def __init__(self, problem: AuditProblem, sealed: list[AuditCheckpoint] | None = None
+                 ) -> None:
         self.problem = problem
+        self.sealed = list(sealed or [])
+        super().__init__(f"{self.outcome}: the audit sealed so far does not verify: "
+                         f"{problem.message}")
+
+    @property
+    def outcome(self) -> str:
+        """``nothing sealed``, or which checkpoints this seal signed before it stopped."""
+        if not self.sealed:
+            return "nothing sealed"
+        return f"sealed checkpoints {self.sealed[0].seq}..{self.sealed[-1].seq}, then stopped"
 
 
 @contextmanager
@@ -276,7 +286,7 @@ def seal_write_audit(connection: object, owner_schema: str, memory_store_id: str
                 last = admin.last_checkpoint(names)
                 found = (None, None) if last is None else (last.seq, last.head_hash.hex())
                 if found != expected:
-                    raise AuditChainError(_changed_while_sealing(expected[0], sealed))
+                    raise AuditChainError(_changed_while_sealing(expected[0]), sealed)
                 after = 0 if last is None else last.last_id
                 rows = admin.rows(names, after, horizon, batch_size) if after < horizon else []
                 if not rows:
@@ -301,13 +311,11 @@ def seal_write_audit(connection: object, owner_schema: str, memory_store_id: str
     return sealed
 
 
-def _changed_while_sealing(seq: int | None, sealed: list[AuditCheckpoint]) -> AuditProblem:
-    done = (f" (this run sealed checkpoints {sealed[0].seq}..{sealed[-1].seq} before it)"
-            if sealed else "")
+def _changed_while_sealing(seq: int | None) -> AuditProblem:
     last = "there was no checkpoint" if seq is None else f"checkpoint {seq} was the last one"
     return AuditProblem(
         "bad_checkpoint", f"the checkpoints changed while sealing: {last} when it was verified "
-        f"or sealed, and no longer is{done}; verify the audit", checkpoint_seq=seq)
+        "or sealed, and no longer is; verify the audit", checkpoint_seq=seq)
 
 
 class _Verifier:
