@@ -29,6 +29,15 @@ _TOKENIZER = f"tokenizers/{WORDLLAMA_CONFIG}_tokenizer_config.json"
 _LOAD_LOCK = threading.Lock()
 
 
+def _is_unicode(text: str) -> bool:
+    """Whether ``text`` holds only whole characters (no lone UTF-16 surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def wordllama_package_dir() -> Path:
     """Where the ``wordllama`` package is installed (found without importing it)."""
     spec = importlib.util.find_spec("wordllama")
@@ -125,6 +134,10 @@ class WordLlamaEmbedder(InputBudget):
             if not isinstance(text, str):
                 raise InvalidArgumentTypeError(
                     f"texts[{n}] must be a str, got {type(text).__name__}", argument=f"texts[{n}]")
+            if not text.isascii() and not _is_unicode(text):
+                raise InvalidArgumentError(
+                    f"texts[{n}] is not valid Unicode: it holds a lone surrogate",
+                    argument=f"texts[{n}]")
         if not items:
             return np.zeros((0, self._dimension), dtype=np.float32)
         pooled = np.asarray(self._model.embed(items, norm=False, batch_size=self._batch_size),

@@ -29,6 +29,7 @@ from oracleagentmemory.engines.oracle.session import OracleSession
 from oracleagentmemory.engines.oracle.url import is_oracle_url, parse_oracle_url
 from oracleagentmemory.engines.oracle.verified_users import VerifiedUsers
 from oracleagentmemory.engines.scan_choices import ScanChoices
+from oracleagentmemory.engines.text_values import not_unicode
 from oracleagentmemory.errors import (
     DatabaseUnavailableError,
     InvalidArgumentTypeError,
@@ -124,6 +125,8 @@ class OracleEngine(Engine):
                             yield from self._inside_context(self._conn, names, security)
         except oracledb.Error as exc:
             raise translate(exc) from exc
+        except UnicodeEncodeError as exc:  # a lone surrogate in a bound value
+            raise not_unicode(exc) from exc
 
     def _pooled(self, pool: oracledb.ConnectionPool, names: StoreNames,
                 security: Any | None) -> Iterator[OracleSession]:

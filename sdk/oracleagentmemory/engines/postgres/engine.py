@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import threading
@@ -13,6 +14,7 @@ from typing import Any
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg.pq import TransactionStatus
+from psycopg.types.json import set_json_dumps
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from oracleagentmemory.engines.identifiers import StoreNames
@@ -31,6 +33,7 @@ from oracleagentmemory.engines.postgres.driver_errors import (
 )
 from oracleagentmemory.engines.postgres.session import PostgresSession
 from oracleagentmemory.engines.scan_choices import ScanChoices
+from oracleagentmemory.engines.text_values import not_unicode
 from oracleagentmemory.errors import (
     DatabaseUnavailableError,
     InvalidArgumentError,
@@ -94,6 +97,11 @@ def _open_pool(url: str) -> ConnectionPool[Any]:
             f"the database did not accept a pool connection within {timeout:g} s",
             hint=UNAVAILABLE_HINT) from None
     return pool
+
+
+def _json_text(value: Any) -> str:
+    """JSON as psycopg binds it on the engine's connections: UTF-8 text, no ASCII escapes."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -162,6 +170,8 @@ class PostgresEngine(Engine):
                     yield from self._transaction(self._conn, names, security)
         except (psycopg.Error, PoolTimeout, PoolClosed) as exc:
             raise translate(exc) from exc
+        except UnicodeEncodeError as exc:  # a lone surrogate in a bound value
+            raise not_unicode(exc) from exc
 
     def _transaction(self, conn: psycopg.Connection[Any], names: StoreNames,
                      security: Any | None) -> Iterator[PostgresSession]:
@@ -189,9 +199,15 @@ class PostgresEngine(Engine):
                 clear_security_context(conn)
 
     def ensure_vector_adapters(self, conn: psycopg.Connection[Any]) -> None:
-        """Register pgvector's adapters on ``conn`` once, if the extension is installed."""
+        """Register pgvector's adapters on ``conn`` once, if the extension is installed.
+
+        JSON values are dumped as UTF-8 text rather than ASCII escapes, so a lone surrogate in
+        metadata fails to encode here (a typed error) instead of reaching the database as an
+        escape it refuses.
+        """
         if conn in self._vector_ready:
             return
+        set_json_dumps(_json_text, context=conn)
         with conn.transaction():
             present = _has_vector_type(conn)
             if present:
