@@ -23,6 +23,7 @@ import psycopg
 from dds import AUDIENCE, GROUP, IDP, ISSUER, DdsEnvironment
 from gateway_harness import live_server
 from oam_gateway.app import create_app
+from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
 from oam_gateway.settings import GatewaySettings
 from psycopg import sql
 from pydantic import SecretStr
@@ -110,3 +111,12 @@ def memory_row_locked(gateway: LiveGateway, memory_id: str) -> Iterator[None]:
     finally:
         release.set()
         holder.join(30)
+
+
+def problem(response: httpx.Response, status: int, slug: str) -> dict[str, Any]:
+    """The problem document of ``response``, checked to be a ``status`` of type ``slug``."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(PROBLEM_CONTENT_TYPE)
+    body: dict[str, Any] = response.json()
+    assert body["type"] == problem_type(slug), body
+    return body

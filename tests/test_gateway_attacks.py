@@ -22,7 +22,7 @@ import httpx
 import psycopg
 import pytest
 from dds import IDP, OWNER, DdsEnvironment
-from gateway_live import LiveGateway, live_gateway
+from gateway_live import LiveGateway, live_gateway, problem
 from oam_gateway.endpoints import MAX_BODY_DEPTH
 from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
 from oam_gateway.views import record_view, relation_view
@@ -39,13 +39,6 @@ def gateway(dds: DdsEnvironment, tmp_path_factory: pytest.TempPathFactory
     with live_gateway(dds, tmp_path_factory.mktemp("attacks")) as live:
         yield live
 
-
-def problem(response: httpx.Response, status: int, slug: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith(PROBLEM_CONTENT_TYPE)
-    body: dict[str, Any] = response.json()
-    assert body["type"] == problem_type(slug), body
-    return body
 
 
 def snapshot(gateway: LiveGateway) -> dict[str, Any]:

@@ -107,6 +107,27 @@ class Outcome:
     ids: list[str] = field(default_factory=list)
 
 
+def write_memories(http: httpx.Client, user: str, contents: list[str], batch: bool) -> Outcome:
+    """Write ``contents`` (one add, or a batch of adds) each tagged with itself; the outcome.
+    Anything but a success is the database-unavailable problem."""
+    started = time.monotonic()
+    if batch:
+        answer = http.post("/v1/memories:batch", json={"operations": [
+            {"op": "add", "content": c, "metadata": {"tag": c}} for c in contents]})
+    else:
+        answer = http.post("/v1/memories", json={
+            "content": contents[0], "metadata": {"tag": contents[0]}})
+    outcome = Outcome(user, contents, batch, answer.status_code,
+                      time.monotonic() - started, answer.headers.get("retry-after"))
+    if answer.status_code == 201:
+        outcome.ids = [answer.json()["id"]]
+    elif answer.status_code == 200:
+        outcome.ids = [r["id"] for r in answer.json()["results"]]
+    else:
+        assert answer.json()["type"].endswith("/database-unavailable"), answer.text
+    return outcome
+
+
 class Writers:
     """Threads writing memories (single adds and batches of three) until told to stop."""
 
@@ -139,25 +160,10 @@ class Writers:
                 batch = sequence % 2 == 0
                 tag = f"{user}-w{number}-{sequence}"
                 contents = [f"{tag}-{i}" for i in range(3 if batch else 1)]
-                started = time.monotonic()
                 try:
-                    if batch:
-                        answer = http.post("/v1/memories:batch", json={"operations": [
-                            {"op": "add", "content": c, "metadata": {"tag": c}}
-                            for c in contents]})
-                    else:
-                        answer = http.post("/v1/memories", json={
-                            "content": contents[0], "metadata": {"tag": contents[0]}})
+                    outcome = write_memories(http, user, contents, batch)
                 except httpx.HTTPError as error:  # the gateway itself must keep answering
                     raise AssertionError(f"no answer: {error!r}") from error
-                outcome = Outcome(user, contents, batch, answer.status_code,
-                                  time.monotonic() - started, answer.headers.get("retry-after"))
-                if answer.status_code == 201:
-                    outcome.ids = [answer.json()["id"]]
-                elif answer.status_code == 200:
-                    outcome.ids = [r["id"] for r in answer.json()["results"]]
-                else:
-                    assert answer.json()["type"].endswith("/database-unavailable"), answer.text
                 with self._lock:
                     self.outcomes.append(outcome)
                 time.sleep(0.01)
@@ -241,21 +247,7 @@ def _crowd(gateway: LiveGateway, wave: str) -> list[Outcome]:
         with httpx.Client(base_url=gateway.url, timeout=60, headers={
                 "Authorization": f"Bearer {gateway.token(user)}"}) as http:
             start.wait(30)
-            started = time.monotonic()
-            if batch:
-                answer = http.post("/v1/memories:batch", json={"operations": [
-                    {"op": "add", "content": c, "metadata": {"tag": c}} for c in contents]})
-            else:
-                answer = http.post("/v1/memories", json={
-                    "content": contents[0], "metadata": {"tag": contents[0]}})
-        outcome = Outcome(user, contents, batch, answer.status_code,
-                          time.monotonic() - started, answer.headers.get("retry-after"))
-        if answer.status_code == 201:
-            outcome.ids = [answer.json()["id"]]
-        elif answer.status_code == 200:
-            outcome.ids = [r["id"] for r in answer.json()["results"]]
-        else:
-            assert answer.json()["type"].endswith("/database-unavailable"), answer.text
+            outcome = write_memories(http, user, contents, batch)
         with lock:
             outcomes.append(outcome)
 

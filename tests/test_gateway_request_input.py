@@ -23,11 +23,11 @@ import httpx
 import psycopg
 import pytest
 from dds import AUDIENCE, GROUP, ISSUER, OWNER, DdsEnvironment
-from gateway_live import VECTOR_DIM, LiveGateway, gateway_settings, live_gateway, serve
+from gateway_live import VECTOR_DIM, LiveGateway, gateway_settings, live_gateway, problem, serve
 from joserfc import jws
 from oam_gateway.app import create_app
 from oam_gateway.models import MAX_ID_LENGTH, MAX_TTL_DAYS
-from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
+from oam_gateway.problems import problem_type
 from oracleagentmemory.core import MemoryRetentionConfig
 from psycopg import sql
 
@@ -57,13 +57,6 @@ def thread_id(http: httpx.Client) -> str:
     assert created.status_code == 201, created.text
     return str(created.json()["id"])
 
-
-def problem(response: httpx.Response, status: int, slug: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith(PROBLEM_CONTENT_TYPE)
-    body: dict[str, Any] = response.json()
-    assert body["type"] == problem_type(slug), body
-    return body
 
 
 def raw_json(value: Any) -> bytes:

@@ -9,8 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from dds import IDP, DdsEnvironment
-from gateway_live import LiveGateway, live_gateway
-from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
+from gateway_live import LiveGateway, live_gateway, problem
 
 
 @pytest.fixture(scope="module")
@@ -19,13 +18,6 @@ def gateway(dds: DdsEnvironment, tmp_path_factory: pytest.TempPathFactory
     with live_gateway(dds, tmp_path_factory.mktemp("rest")) as live:
         yield live
 
-
-def problem(response: httpx.Response, status: int, slug: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith(PROBLEM_CONTENT_TYPE)
-    body: dict[str, Any] = response.json()
-    assert body["type"] == problem_type(slug)
-    return body
 
 
 def test_me_names_the_verified_caller(gateway: LiveGateway) -> None:
