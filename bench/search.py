@@ -545,7 +545,7 @@ def keyword_match_fraction(url: str, corpus: Corpus, queries: list[Query]) -> fl
     with psycopg.connect(url) as conn:
         for query in queries[:20]:
             row = conn.execute(sql.SQL(
-                "SELECT avg((search_tsv @@ to_tsquery('simple', %s))::int) FROM {} "
+                "SELECT avg((search_tsv @@ to_tsquery('english', %s))::int) FROM {} "
                 "WHERE user_id = %s").format(table),
                 [" | ".join(query.text.split()), query.user_id]).fetchone()
             fractions.append(float(row[0]) if row and row[0] is not None else 0.0)

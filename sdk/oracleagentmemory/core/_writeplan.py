@@ -264,6 +264,10 @@ def plan_add(settings: WriteSettings, contents: object, record_type: object, *,
         content_col, text_col = _content_column(record_type, contents, metadata_col)
         chunk_col = _chunk_column(settings, record_type, text_col, index_col, embedding_col,
                                   explicit_dims)
+        if record_type == "message":
+            chunk_col = [_with_speaker(chunks, role, index_text)
+                         for chunks, role, index_text in zip(chunk_col, role_col, index_col,
+                                                             strict=True)]
     except (InvalidArgumentError, InvalidArgumentTypeError):
         # Several records may be invalid: report the first one's first error, as a check of
         # one record after the other would.
@@ -632,6 +636,19 @@ def _chunk_column(settings: WriteSettings, record_type: str, texts: list[str | N
     return [_retrieval_rows(settings, record_type, text, index_text, payload, n, dims)
             for n, (text, index_text, payload) in enumerate(zip(texts, index_texts, payloads,
                                                                 strict=True))]
+
+
+def _with_speaker(chunks: list[ChunkRow], role: object, index_text: object) -> list[ChunkRow]:
+    """A message's chunks with its role in front of each, as ``"role: text"``.
+
+    Questions name people ("What did Caroline..."): a transcript line names its speaker, so the
+    embedded and keyword-indexed text does too; the stored content stays the caller's. Chunks
+    the caller gave (``index_texts``) are theirs and stay as given.
+    """
+    if not isinstance(role, str) or not role.strip() or (
+            index_text is not NOT_SET_MARKER and index_text is not None):
+        return chunks
+    return [ChunkRow(f"{role}: {c.text}", c.vector) if c.text else c for c in chunks]
 
 
 def _vector_matrix(payloads: list[Any]) -> npt.NDArray[np.float32] | None:

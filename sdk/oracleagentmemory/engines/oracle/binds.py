@@ -171,8 +171,9 @@ def boolean_bind(value: object) -> bool | None:
 # --- Oracle Text keyword queries ---------------------------------------------------------------
 KEYWORD_JOIN = " ACCUM "
 """Words are joined with ``ACCUM``: a row matches if any word does, and scores higher the more
-words it holds (``OR`` scores a row by its best word only). This is the PostgreSQL engine's
-keyword behaviour: any word matches, ranked by how many match (``ts_rank_cd``)."""
+words it holds (``OR`` scores a row by its best word only). As in the PostgreSQL engine any word
+matches; PostgreSQL ranks by BM25 (English stems, stop words out, rare words weigh more), Oracle
+Text by how many words match."""
 
 MAX_KEYWORD_TERMS = 64
 """At most this many distinct words reach ``CONTAINS`` (a query of thousands of words would

@@ -20,7 +20,9 @@ behaviour is the PostgreSQL engine's (``engines/postgres/search.py``):
   escaped query of :func:`.binds.keyword_query` (any word matches, ``ACCUM`` ranks rows holding
   more words higher); the distance is ``1 / (1 + SCORE(1))``: ``SCORE`` is 0 to 100, higher is
   better, so the distance falls in ``(0, 1]`` and smaller is better, the same transform as
-  PostgreSQL's ``1 / (1 + ts_rank_cd)``. Keyword rounds are exact;
+  PostgreSQL's ``1 / (1 + BM25 score)``. Oracle Text keeps its own analysis here (the index's
+  default lexer, no stemming or stop words of PostgreSQL's ``english`` configuration) and
+  ``ACCUM`` ranking. Keyword rounds are exact;
 * hybrid plans are answered by the store's hybrid vector index through
   ``DBMS_HYBRID_VECTOR.SEARCH`` (:mod:`.hybrid`, which the session routes them to): the
   database fuses the two sides, and the hits are joined back by ROWID to the chunk and parent

@@ -15,7 +15,7 @@ from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.interfaces import SchemaOptions
 from oracleagentmemory.engines.postgres import names as q
 
-LATEST_SCHEMA_VERSION = 7
+LATEST_SCHEMA_VERSION = 8
 
 SCOPED_VECTOR_MAX_DIM = 400
 """The largest embedding dimension the chunks' scope index carries (version 5).
@@ -293,6 +293,28 @@ def _version_7(conn: Connection[object], names: StoreNames, options: SchemaOptio
     ).format(q.index(names, "document_message_ix"), q.table(names, "document")))
 
 
+TEXT_SEARCH_CONFIG = "english"
+"""The text-search configuration of the keyword index (version 8) and of keyword queries.
+
+English (Snowball stemming, the English stop words): "went", "go" and "going" share a lexeme and
+"what", "did", "the" are not indexed, so a query's rare words decide its keyword rank. Versions
+2 to 7 indexed with ``simple`` (lower-casing only).
+"""
+
+
+def _version_8(conn: Connection[object], names: StoreNames, options: SchemaOptions) -> None:
+    """The keyword index analyses English (:data:`TEXT_SEARCH_CONFIG`): the generated text
+    vector is rebuilt from every chunk's text (dropping the column drops its index too)."""
+    chunks = q.table(names, "record_chunks")
+    conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN IF EXISTS search_tsv").format(chunks))
+    conn.execute(sql.SQL(
+        "ALTER TABLE {} ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS "
+        "(to_tsvector({}::regconfig, coalesce(chunk_text, ''))) STORED"
+    ).format(chunks, sql.Literal(TEXT_SEARCH_CONFIG)))
+    conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (search_tsv)").format(
+        q.index(names, "record_chunks_tsv_ix"), chunks))
+
+
 def add_vector_index(conn: Connection[object], names: StoreNames) -> None:
     """HNSW index (cosine distance) on the chunk embeddings."""
     conn.execute(
@@ -315,7 +337,7 @@ SchemaStep = Callable[[Connection[object], StoreNames, SchemaOptions], None]
 
 SCHEMA_STEPS: dict[int, SchemaStep] = {
     1: _version_1, 2: _version_2, 3: _version_3, 4: _version_4, 5: _version_5,
-    6: _version_6, 7: _version_7}
+    6: _version_6, 7: _version_7, 8: _version_8}
 """Step ``n`` upgrades a store from version ``n - 1`` to ``n``."""
 
 REGISTRY_DDL = sql.SQL(

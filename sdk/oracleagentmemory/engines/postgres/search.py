@@ -27,6 +27,7 @@ from oracleagentmemory.engines.interfaces import (
 )
 from oracleagentmemory.engines.layout import search_arms
 from oracleagentmemory.engines.postgres import names as q
+from oracleagentmemory.engines.postgres.ddl import TEXT_SEARCH_CONFIG
 from oracleagentmemory.engines.postgres.filters import render_filter, scope_predicates
 from oracleagentmemory.engines.scan_choices import ScanChoices
 
@@ -290,25 +291,62 @@ def _scoped_vector_arm(names: StoreNames, plan: SearchPlan, parent: str,
     )
 
 
+BM25_K1 = 1.2
+"""BM25's term-frequency saturation (Robertson and Zaragoza's usual value)."""
+BM25_B = 0.75
+"""BM25's document-length normalisation (the usual value)."""
+
+_QUERY_LEXEMES = (
+    "SELECT coalesce(array_agg(DISTINCT l), ARRAY[]::text[]) FROM "
+    "unnest(tsvector_to_array(to_tsvector({config}::regconfig, %s))) AS l"
+)
+# The query's lexemes, analysed as the index is (stemmed, stop words out), ORed; 'simple' then
+# takes each (quoted) lexeme as it is.
 _TSQUERY = (
-    "to_tsquery('simple', coalesce((SELECT string_agg(quote_literal(l), ' | ') FROM "
-    "unnest(tsvector_to_array(to_tsvector('simple', %s))) AS l), ''))"
+    "to_tsquery('simple', coalesce((SELECT string_agg(quote_literal(l), ' | ') "
+    "FROM unnest(x.lexemes) AS l), ''))"
 )
 
 
 def _keyword_arms(names: StoreNames, plan: SearchPlan, budget: int,
                   params: list[Any]) -> list[sql.Composable]:
-    """Keyword arms: any query word matches; distance is ``1 / (1 + ts_rank_cd)``."""
+    """Keyword arms: any query word matches, ranked by BM25; distance is ``1 / (1 + score)``.
+
+    The query is analysed with the index's configuration (``ddl.TEXT_SEARCH_CONFIG``). A chunk's
+    score sums, over the query lexemes it holds, ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b *
+    len / avglen))``: ``tf`` is the lexeme's positions in the chunk, ``len`` its distinct
+    lexemes. The collection statistics are those of the chunks this search can return: ``N``
+    the chunks its record type and scope filters keep, ``df`` and ``avglen`` over the chunks
+    that match (all its filters), each read under the caller's row-level security, so they
+    count only rows the caller could read; ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``.
+    """
     arms: list[sql.Composable] = []
+    config = sql.Literal(TEXT_SEARCH_CONFIG)
     for parent, types in _arms(plan):
         source, where, where_params = _join_and_filters(names, plan, parent, types)
+        chunk_where, chunk_params = _chunk_filters(plan, types)
         arms.append(sql.SQL(
-            "(SELECT c.record_type, c.record_id, "
-            "1.0 / (1.0 + ts_rank_cd(c.search_tsv, tq.query)) AS d "
-            "FROM (SELECT " + _TSQUERY + " AS query) tq CROSS JOIN {} "
-            "WHERE {} AND c.search_tsv @@ tq.query ORDER BY d LIMIT %s)"
-        ).format(source, where))
-        params.extend([plan.text, *where_params, budget])
+            "(WITH tq AS MATERIALIZED (SELECT lexemes, " + _TSQUERY + " AS query FROM ("
+            + _QUERY_LEXEMES + ") x(lexemes)), "
+            "m AS MATERIALIZED (SELECT c.id, c.record_type, c.record_id, c.search_tsv AS v, "
+            "length(c.search_tsv) AS len FROM tq CROSS JOIN {source} "
+            "WHERE {where} AND c.search_tsv @@ tq.query), "
+            "h AS (SELECT m.id, m.record_type, m.record_id, m.len, u.lexeme, "
+            "coalesce(cardinality(u.positions), 1) AS tf FROM m CROSS JOIN tq "
+            "CROSS JOIN LATERAL unnest(m.v) AS u WHERE u.lexeme = ANY(tq.lexemes)), "
+            "df AS (SELECT lexeme, count(*) AS n FROM h GROUP BY lexeme), "
+            "st AS (SELECT (SELECT count(*) FROM {chunks} c WHERE {chunk_where}) AS n, "
+            "greatest((SELECT avg(len) FROM m), 1) AS avglen) "
+            "SELECT h.record_type, h.record_id, 1.0 / (1.0 + sum("
+            "ln(1.0 + (greatest(st.n, df.n) - df.n + 0.5) / (df.n + 0.5)) * h.tf * {k1p1} "
+            "/ (h.tf + {k1} * (1.0 - {b} + {b} * h.len / st.avglen)))) AS d "
+            "FROM h JOIN df USING (lexeme) CROSS JOIN st "
+            "GROUP BY h.id, h.record_type, h.record_id ORDER BY d LIMIT %s)"
+        ).format(source=source, where=where, chunks=q.table(names, "record_chunks"),
+                 chunk_where=sql.SQL(" AND ").join(chunk_where),
+                 k1=sql.Literal(BM25_K1), k1p1=sql.Literal(BM25_K1 + 1), b=sql.Literal(BM25_B),
+                 config=config))
+        params.extend([plan.text, *where_params, *chunk_params, budget])
     return arms
 
 
