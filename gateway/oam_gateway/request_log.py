@@ -17,8 +17,11 @@ An event looks like::
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import logging.handlers
+import queue
 import re
 import sys
 import time
@@ -124,11 +127,28 @@ def _trace_id(scope: Scope) -> str | None:
 def configure_audit_log(stream: IO[str] | None = None) -> logging.Handler:
     """Write audit events, one JSON line each, to ``stream`` (standard output by default).
 
-    For ``oam-gateway serve``: without a handler at level INFO, events are dropped.
+    For ``oam-gateway serve``: without a handler at level INFO, events are dropped. The request
+    only puts its event on a queue (:class:`logging.handlers.QueueHandler`); a listener thread
+    writes and flushes the lines, so the event loop never waits on the stream. The listener
+    drains the queue when the process exits normally (``atexit``), so no event is lost then.
     """
-    handler = logging.StreamHandler(stream or sys.stdout)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    writer = logging.StreamHandler(stream or sys.stdout)
+    writer.setFormatter(logging.Formatter("%(message)s"))
+    events: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    handler = _EventQueueHandler(events)
+    listener = logging.handlers.QueueListener(events, writer)
+    listener.start()
+    atexit.register(listener.stop)
     audit_log.addHandler(handler)
     audit_log.setLevel(logging.INFO)
     audit_log.propagate = False
     return handler
+
+
+class _EventQueueHandler(logging.handlers.QueueHandler):
+    """Queues an audit record as it is: its message is a finished JSON line with no
+    arguments and no exception, so the copy and formatting of ``QueueHandler.prepare`` would
+    only cost time on the event loop."""
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        return record
