@@ -56,6 +56,7 @@ def test_the_logging_call_does_not_write_the_line() -> None:
             pass
 
     stream = Recording()
+    level, propagate = audit_log.level, audit_log.propagate
     handler = configure_audit_log(stream)  # type: ignore[arg-type]
     try:
         audit_log.info('{"n": 1}')
@@ -66,5 +67,7 @@ def test_the_logging_call_does_not_write_the_line() -> None:
             threading.Event().wait(0.01)
         assert "".join(stream.text) == '{"n": 1}\n'
         assert threading.get_ident() not in stream.writers
-    finally:
+    finally:  # the audit logger as other tests expect it (their caplog sees its events)
         audit_log.removeHandler(handler)
+        audit_log.setLevel(level)
+        audit_log.propagate = propagate
