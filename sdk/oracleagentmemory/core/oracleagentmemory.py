@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+from contextlib import AbstractContextManager
 from typing import Any
 from uuid import uuid4
 
@@ -132,6 +133,16 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
     def store(self) -> Any:
         """The store this client reads and writes."""
         return self._store
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """A unit of work (an extension of the spec): every store operation of this client
+        inside ``with client.transaction(): ...`` runs in one transaction of its store, which
+        commits when the block ends and rolls back when it raises; nested blocks join it.
+
+        See :meth:`OracleDBMemoryStore.transaction`. Work the client hands to its background
+        queue (memory extraction) runs later, in its own transactions.
+        """
+        return self._store.transaction()  # type: ignore[no-any-return]
 
     # --- lifetime -------------------------------------------------------------------------
     def close(self, /, timeout: float | None = 300.0) -> None:
@@ -473,10 +484,19 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
                                             metadata_filter=metadata_filter)
                 if isinstance(r, MessageRecord)]
 
-    def _memory(self, memory_id: object, argument: str) -> Record:
+    def get_memory(self, /, memory_id: str) -> MemoryRecord:
+        """The visible memory ``memory_id``, of any memory type (an extension of the spec): the
+        caller's own before a global one of the same id.
+
+        Raises:
+            RecordKeyError: (a ``KeyError``) no such visible memory.
+        """
+        return self._memory(memory_id, "memory_id")
+
+    def _memory(self, memory_id: object, argument: str) -> MemoryRecord:
         check_required_id(memory_id, argument)
         record = self._store._memory_record(memory_id)
-        if isinstance(record, Record):
+        if isinstance(record, MemoryRecord):
             return record
         raise RecordKeyError(f"no memory {memory_id!r}", argument=argument,
                              record_id=str(memory_id), record_type="memory")
@@ -559,6 +579,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
     add_memory_async = AsyncTwin(add_memory)
     update_memory_async = AsyncTwin(update_memory)
     delete_memory_async = AsyncTwin(delete_memory)
+    get_memory_async = AsyncTwin(get_memory)
     list_memories_async = AsyncTwin(list_memories)
     list_messages_async = AsyncTwin(list_messages)
     link_records_async = AsyncTwin(link_records)

@@ -117,12 +117,20 @@ class OracleDBMemoryStore(StoreWrites, StoreReads, StoreSearch, StoreRelations,
         return self._engine.session(self._names, security=self._security())
 
     @contextmanager
-    def _atomic(self) -> Iterator[None]:
-        """Run every operation of this store inside the block in one transaction.
+    def transaction(self) -> Iterator[None]:
+        """A unit of work (an extension of the spec): ``with store.transaction(): ...`` runs
+        every operation of this store inside the block in one database transaction.
 
         The block commits when it ends and rolls back when it raises: a batch of adds, updates
-        and deletes stores all of them or none. Nested blocks join the outer transaction; the
-        transaction belongs to the calling thread (and the tasks it starts) only.
+        and deletes stores all of them or none, and reads inside it see the block's own
+        writes (at the database's default isolation level, read committed). Nested blocks join
+        the outer transaction; the transaction belongs to the calling thread (and the tasks it
+        starts) only. Every operation inside must run in the end-user security context the
+        block started in.
+
+        Raises:
+            EndUserContextError: the block (or an operation inside it) breaks the store's
+                end-user context rule (a ``RuntimeError``).
         """
         if (pinned := _ATOMIC.get()) is not None and pinned[0] is self:
             yield
@@ -134,6 +142,8 @@ class OracleDBMemoryStore(StoreWrites, StoreReads, StoreSearch, StoreRelations,
                 yield
             finally:
                 _ATOMIC.reset(token)
+
+    _atomic = transaction  # the earlier private name, kept for callers that still use it
 
     def _default_user_id(self) -> str | _NotSetMarker:
         """In a NO_CHECK store, an omitted user id is the active end user's name."""
