@@ -10,8 +10,7 @@ from typing import Any
 from oracleagentmemory.apis.records import Record as SdkRecord
 from oracleagentmemory.apis.records import UserProfileRecord
 from oracleagentmemory.apis.relations import RecordRelation
-from oracleagentmemory.core import OracleAgentMemory
-from oracleagentmemory.core.oracledbmemorystore import OracleDBMemoryStore
+from oracleagentmemory.core import OracleAgentMemory, OracleDBMemoryStore
 from starlette.responses import Response, StreamingResponse
 
 from oam_gateway.endpoints import Call, Endpoint, RequestRefused, json_response
@@ -52,7 +51,7 @@ async def put_profile(call: Call) -> Response:
     user_name = call.principal.user_name
 
     def work(client: OracleAgentMemory) -> tuple[UserProfileRecord, bool]:
-        with client.store._atomic():
+        with client.transaction():
             created = _profile(client, user_name) is None
             if created:
                 client.add_user(user_name, body.information, body.metadata)
@@ -93,7 +92,7 @@ async def export(call: Call) -> Response:
 
     def work(client: OracleAgentMemory) -> tuple[dict[str, list[SdkRecord]], list[Any]]:
         store = client.store
-        with store._atomic():  # one snapshot of everything
+        with client.transaction():  # the records and their relations read in one transaction
             records = owned_records(store, user_name)
             return records, owned_relations(store, records)
 
@@ -118,7 +117,7 @@ async def erase(call: Call) -> Response:
 
     def work(client: OracleAgentMemory) -> dict[str, int]:
         store = client.store
-        with store._atomic():  # counted and erased in one transaction
+        with client.transaction():  # counted and erased in one transaction
             records = owned_records(store, user_name)
             counts = {record_type: len(items) for record_type, items in records.items()}
             counts["relation"] = len(owned_relations(store, records))

@@ -33,7 +33,7 @@ from oam_gateway.views import record_view, relation_view
 def memory(client: OracleAgentMemory, memory_id: str) -> SdkRecord:
     """The visible memory ``memory_id`` (any memory type), or a 404."""
     try:
-        return client._memory(memory_id, "memory_id")
+        return client.get_memory(memory_id)
     except RecordKeyError:
         raise RequestRefused(404, "record-not-found", f"no memory {memory_id!r}") from None
 
@@ -62,7 +62,7 @@ async def add_memory(call: Call) -> Response:
     body = call.body(MemoryIn)
 
     def work(client: OracleAgentMemory) -> SdkRecord:
-        with client.store._atomic():
+        with client.transaction():
             return memory(client, _add(client, body, call.principal.user_name))
 
     record = await call.sdk(work)
@@ -75,7 +75,7 @@ async def get_memory(call: Call) -> Response:
     call.event.touched([memory_id])
 
     def work(client: OracleAgentMemory) -> SdkRecord:
-        with client.store._atomic():
+        with client.transaction():
             return memory(client, memory_id)
 
     record = await call.sdk(work)
@@ -89,7 +89,7 @@ async def update_memory(call: Call) -> Response:
     call.event.touched([memory_id])
 
     def work(client: OracleAgentMemory) -> SdkRecord:
-        with client.store._atomic():
+        with client.transaction():
             _update(client, memory_id, body)
             return memory(client, memory_id)
 
@@ -101,7 +101,7 @@ async def delete_memory(call: Call) -> Response:
     call.event.touched([memory_id])
 
     def work(client: OracleAgentMemory) -> int:
-        with client.store._atomic():
+        with client.transaction():
             memory(client, memory_id)
             return client.delete_memory(memory_id)
 
@@ -115,7 +115,7 @@ async def list_memories(call: Call) -> Response:
                if (value := call.query(name)) is not None}
 
     def work(client: OracleAgentMemory) -> list[Any]:
-        with client.store._atomic():
+        with client.transaction():
             return client.list_memories(user_id=call.principal.user_name, limit=page.fetch,
                                         older_than=page.older_than, **filters)
 
@@ -134,7 +134,7 @@ async def batch(call: Call) -> Response:
 
     def work(client: OracleAgentMemory) -> list[dict[str, Any]]:
         results: list[dict[str, Any]] = []
-        with client.store._atomic():  # all of them or none
+        with client.transaction():  # all of them or none
             for index, operation in enumerate(body.operations):
                 try:
                     if isinstance(operation, BatchAdd):
@@ -163,7 +163,7 @@ async def add_relation(call: Call) -> Response:
                if (value := getattr(body, name)) is not None}
 
     def work(client: OracleAgentMemory) -> RecordRelation:
-        with client.store._atomic():
+        with client.transaction():
             memory(client, body.source_record_id)
             memory(client, body.target_record_id)
             relation_id = client.link_records(

@@ -84,7 +84,7 @@ async def update_thread(call: Call) -> Response:
     call.event.touched([thread_id])
 
     def work(client: OracleAgentMemory) -> ThreadRecord:
-        with client.store._atomic():
+        with client.transaction():
             _thread(client, thread_id)
             client.update_thread(thread_id, metadata=body.metadata)
             return _thread(client, thread_id)
@@ -97,7 +97,7 @@ async def delete_thread(call: Call) -> Response:
     call.event.touched([thread_id])
 
     def work(client: OracleAgentMemory) -> int:
-        with client.store._atomic():
+        with client.transaction():
             _thread(client, thread_id)
             return client.delete_thread(thread_id)
 
@@ -117,7 +117,7 @@ async def add_messages(call: Call) -> Response:
     metadata = [m.metadata for m in body.messages]
 
     def work(client: OracleAgentMemory) -> list[str]:
-        with client.store._atomic():
+        with client.transaction():
             _thread(client, thread_id)
             thread = client.get_thread(thread_id)
             return thread.add_messages(messages, metadata=metadata)
@@ -133,7 +133,7 @@ async def list_messages(call: Call) -> Response:
     call.event.touched([thread_id])
 
     def work(client: OracleAgentMemory) -> list[MessageRecord]:
-        with client.store._atomic():
+        with client.transaction():
             _thread(client, thread_id)
             found: list[MessageRecord] = client.store.list_thread_messages(
                 thread_id, last_n=page.fetch, range_end_seq_no=page.before_seq_no)
