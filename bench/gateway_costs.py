@@ -112,7 +112,7 @@ def database_costs(env: Any, client: OracleAgentMemory, context: Any, ids: list[
     n = iter(range(10**9))
 
     def sdk_read() -> None:
-        with OracleMemoryEndUserSecurityContext(context), client.store._atomic():
+        with OracleMemoryEndUserSecurityContext(context), client.transaction():
             memory(client, ids[next(n) % len(ids)])
     results["SDK memory read in a context (the route's work)"] = per_call(sdk_read, iterations)
     return results
@@ -122,7 +122,7 @@ def hop_costs(client: OracleAgentMemory, context: Any, ids: list[str],
               iterations: int) -> dict[str, tuple[float, float]]:
     """The SDK read inline and through ``asyncio.to_thread``; an empty hop."""
     def read(n: int) -> None:
-        with client.store._atomic():
+        with client.transaction():
             memory(client, ids[n % len(ids)])
 
     async def inline(n: int) -> None:
