@@ -12,7 +12,10 @@ than a filtered HNSW scan, which must step over every other user's chunks.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, cast
 
 import psycopg
 from psycopg import sql
@@ -95,18 +98,12 @@ class PostgresCandidates(CandidateSource):
             exact = plan.mode == "keyword" or scoped
         if not exact:  # the settings steer HNSW scans only: an exact round needs no round trip
             _configure(self._conn, budget)
-        params: list[Any] = []
-        if plan.mode == "vector":
-            statement = _limited(_vector_arms(self._names, plan, budget, exact, params, scoped),
-                                 budget)
-        elif plan.mode == "keyword":
-            statement = _limited(_keyword_arms(self._names, plan, budget, params), budget)
-        else:
-            statement = _hybrid(self._names, plan, budget, exact, params, scoped)
+        statement, params = round_statement(self._names, plan, budget, exact, scoped)
+        cursor = _search_cursor(self._conn)
         if exact and scoped:
-            rows = _without_bitmap_scans(self._conn, statement, params)
+            rows = _without_bitmap_scans(self._conn, statement, params, cursor)
         else:
-            rows = self._conn.execute(statement, params).fetchall()
+            rows = cursor.execute(statement, params).fetchall()
         if plan.mode != "hybrid":
             return CandidateRound(sides=([(r[0], r[1], float(r[2])) for r in rows],),
                                   exact=exact)
@@ -116,8 +113,146 @@ class PostgresCandidates(CandidateSource):
         return CandidateRound(sides=sides, exact=exact)
 
 
-def _without_bitmap_scans(conn: psycopg.Connection[Any], statement: sql.SQL | sql.Composed,
-                          params: list[Any]) -> list[tuple[Any, ...]]:
+class _Slot:
+    """A value a compiled statement binds at each execution, named by what it holds."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: tuple[str, ...]) -> None:
+        self.key = key
+
+
+_VECTOR = _Slot(("vector",))
+_TEXT = _Slot(("text",))
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """A round's statement in PostgreSQL's ``$n`` form, and what each ``$n`` binds.
+
+    ``bindings`` holds one entry per ``$n``: a :class:`_Slot` key (the search's vector, text
+    or a scope value, read from the plan at each execution) or a value fixed with the shape
+    (a limit, a metadata filter's value). A value the arms use several times, the query
+    vector above all, is bound once and referenced wherever they need it.
+    """
+
+    text: str
+    bindings: tuple[Any, ...]
+
+    def params(self, plan: SearchPlan) -> list[Any]:
+        values: list[Any] = []
+        for binding in self.bindings:
+            if not isinstance(binding, _Slot):
+                values.append(binding)
+            elif binding is _VECTOR:
+                values.append(plan.vector)
+            elif binding is _TEXT:
+                values.append(plan.text)
+            else:
+                values.append(plan.scope[binding.key[1]])
+        return values
+
+
+_PLACEHOLDER = re.compile(r"%s|%%")
+
+
+def _compile(statement: sql.Composable, params: list[Any]) -> _Compiled:
+    """Number ``statement``'s ``%s`` placeholders, one ``$n`` per distinct binding.
+
+    Slots are shared by identity, fixed integers and strings by value; anything else (a
+    metadata filter's JSON, say) gets its own ``$n``.
+    """
+    numbers: dict[Any, int] = {}
+    bindings: list[Any] = []
+    values = iter(params)
+
+    def number(match: re.Match[str]) -> str:
+        if match.group() == "%%":
+            return "%"
+        value = next(values)
+        key: Any = (value.key if isinstance(value, _Slot)
+                    else (type(value), value) if isinstance(value, (int, str)) else object())
+        if key not in numbers:
+            bindings.append(value)
+            numbers[key] = len(bindings)
+        return f"${numbers[key]}"
+
+    text = _PLACEHOLDER.sub(number, statement.as_string())
+    if next(values, _VECTOR) is not _VECTOR:
+        raise AssertionError("more parameters than placeholders in a search statement")
+    return _Compiled(text, tuple(bindings))
+
+
+Shape = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], bool, bool, bool]
+"""What a round's SQL depends on besides its values: mode, record types, each scope column's
+state (``unset``, ``null`` or ``set``), validity, and whether the plan has a vector and text."""
+
+
+def _shape(plan: SearchPlan) -> Shape:
+    scope = tuple((column, "unset" if value is UNSET else "null" if value is None else "set")
+                  for column, value in plan.scope.items())
+    return (plan.mode, plan.record_types, scope, plan.include_invalid,
+            plan.vector is not None, plan.text is not None)
+
+
+def _template(shape: Shape, metadata_filter: Any = None) -> SearchPlan:
+    """A plan of ``shape`` holding slots where a search holds its values."""
+    mode, record_types, scope, include_invalid, has_vector, has_text = shape
+    slots: dict[str, Any] = {column: UNSET if state == "unset" else None if state == "null"
+                             else _Slot(("scope", column)) for column, state in scope}
+    return SearchPlan(mode=mode, k=0, record_types=record_types,
+                      vector=cast(Any, _VECTOR) if has_vector else None,
+                      text=cast(Any, _TEXT) if has_text else None,
+                      scope=slots, metadata_filter=metadata_filter,
+                      include_invalid=include_invalid)
+
+
+def round_statement(names: StoreNames, plan: SearchPlan, budget: int, exact: bool,
+                    scoped: bool) -> tuple[str, list[Any]]:
+    """The ``$n`` statement of one candidate round and its parameters.
+
+    Statements are compiled once per shape (:data:`Shape`, with the store, the budget and the
+    round's kind) and cached: a search composes no SQL, and binds each value (the query vector
+    once) at every execution. A plan with a metadata filter is compiled each time (the
+    filter's values are part of its compiled form).
+    """
+    if plan.metadata_filter is not None:
+        compiled = _compile_round(names, _template(_shape(plan), plan.metadata_filter),
+                                  budget, exact, scoped)
+    else:
+        compiled = _cached_round(names, _shape(plan), budget, exact, scoped)
+    return compiled.text, compiled.params(plan)
+
+
+@lru_cache(maxsize=512)
+def _cached_round(names: StoreNames, shape: Shape, budget: int, exact: bool,
+                  scoped: bool) -> _Compiled:
+    return _compile_round(names, _template(shape), budget, exact, scoped)
+
+
+def _compile_round(names: StoreNames, template: SearchPlan, budget: int, exact: bool,
+                   scoped: bool) -> _Compiled:
+    params: list[Any] = []
+    if template.mode == "vector":
+        statement = _limited(_vector_arms(names, template, budget, exact, params, scoped),
+                             budget)
+    elif template.mode == "keyword":
+        statement = _limited(_keyword_arms(names, template, budget, params), budget)
+    else:
+        statement = _hybrid(names, template, budget, exact, params, scoped)
+    return _compile(statement, params)
+
+
+def _search_cursor(conn: psycopg.Connection[Any]) -> psycopg.RawCursor[Any]:
+    """A cursor for ``$n`` statements. Parameters go in the format psycopg picks for their
+    type: numpy vectors in pgvector's binary form (its adapters, registered on every engine
+    connection, make binary the automatic choice)."""
+    return psycopg.RawCursor(conn)
+
+
+def _without_bitmap_scans(conn: psycopg.Connection[Any], statement: sql.SQL | sql.Composed | str,
+                          params: list[Any], cursor: psycopg.Cursor[Any] | None = None
+                          ) -> list[tuple[Any, ...]]:
     """Run a scoped exact statement with bitmap scans off for it alone, in one round trip.
 
     Under row-level security the ORed policies (own rows, or global ones) make the planner
@@ -130,7 +265,7 @@ def _without_bitmap_scans(conn: psycopg.Connection[Any], statement: sql.SQL | sq
         conn.execute("SELECT set_config('oam_search.enable_bitmapscan', "
                      "current_setting('enable_bitmapscan'), true), "
                      "set_config('enable_bitmapscan', 'off', true)")
-        cur = conn.execute(statement, params)
+        cur = (cursor or conn.cursor()).execute(statement, params)
         conn.execute("SELECT set_config('enable_bitmapscan', "
                      "current_setting('oam_search.enable_bitmapscan'), true)")
     return cur.fetchall()
