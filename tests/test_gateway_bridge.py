@@ -1,6 +1,6 @@
-"""The gateway runs the SDK on its event loop (``oam_gateway.bridge``): a request waiting on the
-database holds up no other request, contexts stay per request, and errors and cancellations
-reach the SDK code where it waits."""
+"""The gateway runs the SDK on its event loop (``oracleagentmemory.engines.postgres.event_loop``):
+a request waiting on the database holds up no other request, contexts stay per request, and
+errors and cancellations reach the SDK code where it waits."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ import psycopg
 import pytest
 from dds import DdsEnvironment
 from gateway_live import live_gateway, memory_row_locked
-from oam_gateway.bridge import (
+from oam_gateway.telemetry import instrument_database, uninstrument_database
+from oracleagentmemory.engines.postgres.event_loop import (
     BridgedConnection,
     BridgedPool,
     await_in_bridge,
     in_bridge,
     run_bridged,
 )
-from oam_gateway.telemetry import instrument_database, uninstrument_database
 
 _request: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="none")
 

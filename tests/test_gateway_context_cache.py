@@ -6,18 +6,24 @@ from typing import Any
 
 import pytest
 from dds import IDP, OWNER, DdsEnvironment
-from oam_gateway import tenants
+from oam_gateway.context_cache import CONTEXT_REUSE_SECONDS, ContextCache
+from oam_gateway.postgres_tenant import PostgresContexts, postgres_runtime
 from oam_gateway.principal import Principal
 from oam_gateway.tenant_settings import TenantSettings
 from pydantic import SecretStr
 
 
-def runtime(dds: DdsEnvironment, **overrides: Any) -> tenants.TenantRuntime:
+def runtime(dds: DdsEnvironment, cache: ContextCache | None = None,
+            **overrides: Any) -> PostgresContexts:
+    """The contexts of a PostgreSQL tenant's runtime (built the way the gateway builds it)."""
     values: dict[str, Any] = {
         "database_url": SecretStr(dds.runtime_url), "memory_store_id": "unused",
         "schema_owner": OWNER, "app_token": SecretStr(dds.token), "identity_provider": IDP}
     values.update(overrides)
-    return tenants.TenantRuntime("acme", TenantSettings(**values))
+    settings = TenantSettings(**values)
+    built = postgres_runtime("acme", settings, contexts=PostgresContexts("acme", settings, cache))
+    assert isinstance(built.contexts, PostgresContexts)
+    return built.contexts
 
 
 def principal(subject: str, groups: tuple[str, ...] = ("team",), token: str = "") -> Principal:
@@ -52,17 +58,15 @@ def test_token_mode_keys_contexts_by_the_token(dds: DdsEnvironment) -> None:
     assert tenant.security_context(principal("ann", token=two)) is not first
 
 
-def test_a_context_is_reused_for_a_bounded_time_and_count(
-        dds: DdsEnvironment, monkeypatch: pytest.MonkeyPatch) -> None:
-    tenant = runtime(dds)
+def test_a_context_is_reused_for_a_bounded_time_and_count(dds: DdsEnvironment) -> None:
     clock = [1000.0]
-    monkeypatch.setattr("oam_gateway.tenants.time.monotonic", lambda: clock[0])
+    tenant = runtime(dds, ContextCache(timer=lambda: clock[0]))
     first = tenant.security_context(principal("ann"))
-    clock[0] += tenants.CONTEXT_REUSE_SECONDS - 1
+    clock[0] += CONTEXT_REUSE_SECONDS - 1
     assert tenant.security_context(principal("ann")) is first
     clock[0] += 2
     assert tenant.security_context(principal("ann")) is not first  # expired: a fresh one
-    monkeypatch.setattr(tenants, "CONTEXT_CACHE_SIZE", 2)
+    tenant = runtime(dds, ContextCache(maxsize=2, timer=lambda: clock[0]))
     kept = tenant.security_context(principal("ann"))
     tenant.security_context(principal("bea"))
     tenant.security_context(principal("cid"))  # ann is the least recently used: dropped

@@ -18,13 +18,18 @@ from typing import Any
 import oracledb
 import pytest
 from fake_identity_provider import CLIENT_ID, CLIENT_SECRET, SCOPE, FakeIdentityProvider
-from oam_gateway.oracle_pool import create_oracle_pool, pool_arguments
+from oam_gateway.oracle_pool import pool_arguments
 from oam_gateway.oracle_settings import OracleDatabaseSettings, dsn_uses_tls
-from oam_gateway.oracle_tenant import OracleTenantRuntime
+from oam_gateway.oracle_tenant import OracleContexts, oracle_runtime
+from oam_gateway.postgres_tenant import PostgresContexts
 from oam_gateway.principal import Principal
 from oam_gateway.settings import GatewaySettings
+from oam_gateway.tenant_runtime import TenantRuntime
 from oam_gateway.tenant_settings import TenantSettings
-from oam_gateway.tenants import TenantRuntime, Tenants, shared_embedder
+from oam_gateway.tenants import Tenants
+from oracleagentmemory.engines.oracle.worker_pool import WorkerThreadPool
+from oracleagentmemory.engines.oracle.worker_pool import create_pool as create_oracle_pool
+from oracleagentmemory.engines.postgres.event_loop_pool import EventLoopPool
 from oracleagentmemory.errors import InvalidArgumentError
 from pydantic import SecretStr, ValidationError
 
@@ -173,8 +178,11 @@ def test_tenants_mix_postgresql_and_oracle() -> None:
                 "ora": _tenant()}
     tenants = Tenants(settings)
     try:
-        assert isinstance(tenants["pg"], TenantRuntime)
-        assert isinstance(tenants["ora"], OracleTenantRuntime)
+        pg, ora = tenants["pg"], tenants["ora"]
+        assert isinstance(pg, TenantRuntime) and isinstance(ora, TenantRuntime)
+        assert isinstance(pg.engine, EventLoopPool) and isinstance(pg.contexts, PostgresContexts)
+        assert isinstance(ora.engine, WorkerThreadPool) and isinstance(ora.contexts,
+                                                                        OracleContexts)
     finally:
         tenants.close()
 
@@ -240,39 +248,49 @@ def idp() -> Iterator[FakeIdentityProvider]:
         yield provider
 
 
-def _runtime(idp: FakeIdentityProvider, **overrides: Any) -> OracleTenantRuntime:
-    oracle = _oracle(access_token=_access_token(token_url=idp.token_url))
-    tenant = _tenant(oracle=oracle, **overrides)
-    built: list[dict[str, Any]] = []
+class _OracleRuntime:
+    """An Oracle tenant's runtime, its contexts, and the pool arguments its pools were built
+    with (each pool with ``min=0``: no connection is opened)."""
 
-    def factory(arguments: dict[str, Any]) -> oracledb.ConnectionPool:
-        built.append(arguments)
+    def __init__(self, idp: FakeIdentityProvider, transaction_timeout_seconds: float | None = None,
+                 **overrides: Any) -> None:
+        oracle = _oracle(access_token=_access_token(token_url=idp.token_url))
+        self.built: list[dict[str, Any]] = []
+        self.runtime = oracle_runtime("acme", _tenant(oracle=oracle, **overrides),
+                                      pool_factory=self._factory,
+                                      transaction_timeout_seconds=transaction_timeout_seconds)
+        assert isinstance(self.runtime.contexts, OracleContexts)
+        self.contexts = self.runtime.contexts
+
+    def _factory(self, arguments: dict[str, Any]) -> oracledb.ConnectionPool:
+        self.built.append(arguments)
         return create_oracle_pool({**arguments, "min": 0})
 
-    runtime = OracleTenantRuntime("acme", tenant, shared_embedder, pool_factory=factory)
-    runtime.built = built  # type: ignore[attr-defined]
-    return runtime
+
+def _runtime(idp: FakeIdentityProvider, **overrides: Any) -> _OracleRuntime:
+    return _OracleRuntime(idp, **overrides)
 
 
 def test_local_mode_names_the_upper_cased_local_end_user(idp: FakeIdentityProvider) -> None:
-    runtime = _runtime(idp)
-    assert runtime.end_user_identity(_principal("alice")) == ("ALICE", None)
-    assert runtime.end_user_identity(_principal('"mixedCase"')) == ("mixedCase", None)
-    assert runtime.data_roles(_principal("alice", groups=("staff",))) is None
+    contexts = _runtime(idp).contexts
+    assert contexts.end_user_identity(_principal("alice")) == ("ALICE", None)
+    assert contexts.end_user_identity(_principal('"mixedCase"')) == ("mixedCase", None)
+    assert contexts.data_roles(_principal("alice", groups=("staff",))) is None
     with pytest.raises(InvalidArgumentError):
-        runtime.end_user_identity(_principal("two words"))
+        contexts.end_user_identity(_principal("two words"))
 
 
 def test_token_mode_passes_the_callers_token_and_roles(idp: FakeIdentityProvider) -> None:
-    runtime = _runtime(idp, end_user_mode="token", group_roles={"staff": ("READER", "AUDIT")})
+    contexts = _runtime(idp, end_user_mode="token",
+                        group_roles={"staff": ("READER", "AUDIT")}).contexts
     principal = _principal("alice", groups=("staff", "other"), token="header.alice.sig")
-    assert runtime.end_user_identity(principal) == "header.alice.sig"
-    assert runtime.data_roles(principal) == ["AUDIT", "READER"]
-    assert runtime.data_roles(_principal("bob")) is None
+    assert contexts.end_user_identity(principal) == "header.alice.sig"
+    assert contexts.data_roles(principal) == ["AUDIT", "READER"]
+    assert contexts.data_roles(_principal("bob")) is None
 
 
 def test_contexts_carry_the_fetched_token_and_are_reused(idp: FakeIdentityProvider) -> None:
-    runtime = _runtime(idp)
+    runtime = _runtime(idp).runtime
 
     async def contexts() -> list[Any]:
         return [await runtime.context_for(_principal("alice")),
@@ -283,7 +301,8 @@ def test_contexts_carry_the_fetched_token_and_are_reused(idp: FakeIdentityProvid
     assert isinstance(alice, oracledb.EndUserSecurityContext)
     assert again is alice and bob is not alice
     assert len(idp.requests) == 1  # one database access token for every caller
-    runtime.tokens.invalidate(idp.issued[0])  # the database refused it: a new token
+    assert isinstance(runtime.contexts, OracleContexts)
+    runtime.contexts.tokens.invalidate(idp.issued[0])  # the database refused it: a new token
     renewed = asyncio.run(runtime.context_for(_principal("alice")))
     assert renewed is not alice and len(idp.requests) == 2
 
@@ -294,7 +313,7 @@ def test_a_rejected_gateway_secret_fails_the_request_not_the_caller(
 
     oracle = _oracle(access_token=_access_token(token_url=idp.token_url,
                                                 client_secret="wrong-secret"))
-    runtime = OracleTenantRuntime("acme", _tenant(oracle=oracle), shared_embedder)
+    runtime = oracle_runtime("acme", _tenant(oracle=oracle))
     with pytest.raises(DatabaseAccessTokenRejected) as caught:
         asyncio.run(runtime.context_for(_principal("alice")))
     assert caught.value.code == "database_unavailable"  # 503: the gateway's fault
@@ -302,11 +321,12 @@ def test_a_rejected_gateway_secret_fails_the_request_not_the_caller(
 
 
 def test_the_pool_is_built_once_with_the_providers_callback(idp: FakeIdentityProvider) -> None:
-    runtime = _runtime(idp)
+    built = _runtime(idp)
+    runtime = built.runtime
     runtime.open()
     runtime.open()
-    [arguments] = runtime.built  # type: ignore[attr-defined]
-    assert arguments["access_token"] == runtime.tokens.pool_callback
+    [arguments] = built.built
+    assert arguments["access_token"] == built.contexts.tokens.pool_callback
     assert arguments["access_token"](False) == idp.issued[0]  # what the driver would get
     # A refresh while the cached token's exp has not passed hands that token out again.
     assert arguments["access_token"](True) == idp.issued[0] and len(idp.requests) == 1
@@ -315,10 +335,10 @@ def test_the_pool_is_built_once_with_the_providers_callback(idp: FakeIdentityPro
 
 def test_readiness_is_false_when_the_database_cannot_be_reached(
         idp: FakeIdentityProvider) -> None:
-    unreachable = OracleTenantRuntime(
+    unreachable = oracle_runtime(
         "acme", _tenant(oracle=_oracle(dsn="tcps://127.0.0.1:9/nosuch",
                                        access_token=_access_token(token_url=idp.token_url)),
-                        pool_min_size=0, pool_timeout_seconds=1), shared_embedder)
+                        pool_min_size=0, pool_timeout_seconds=1))
     try:
         assert asyncio.run(unreachable.ready(5.0)) is False
     finally:
@@ -332,7 +352,7 @@ def test_sdk_work_runs_in_a_worker_thread_inside_the_callers_context(
     from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
     from oracleagentmemory.core.deepsec.context import active_security_context
 
-    runtime = _runtime(idp)
+    runtime = _runtime(idp).runtime
 
     def work() -> tuple[Any, str]:
         return active_security_context(), threading.current_thread().name
@@ -424,20 +444,22 @@ scope = "{SCOPE}"
 
 
 def test_the_request_timeout_bounds_each_database_round_trip(idp: FakeIdentityProvider) -> None:
-    from oam_gateway.oracle_pool import CallTimeout
+    from oracleagentmemory.engines.oracle.worker_pool import CallTimeout
 
-    runtime = OracleTenantRuntime(
-        "acme", _tenant(oracle=_oracle(access_token=_access_token(token_url=idp.token_url))),
-        shared_embedder, transaction_timeout_seconds=2.5)
-    arguments = runtime.pool_arguments()
+    built = _runtime(idp, transaction_timeout_seconds=2.5)
+    built.runtime.open()
+    [arguments] = built.built
     callback = arguments["session_callback"]
     assert isinstance(callback, CallTimeout) and callback.milliseconds == 3500  # + 1 s grace
-    pool = create_oracle_pool({**arguments, "min": 0})  # the driver takes the callback
+    pool = built.runtime.engine.pool  # the driver takes the callback
     try:
         assert pool.session_callback is callback
     finally:
-        pool.close(force=True)
-    assert "session_callback" not in _runtime(idp).pool_arguments()  # no timeout: unbounded
+        built.runtime.close()
+    unbounded = _runtime(idp)
+    unbounded.runtime.open()
+    assert "session_callback" not in unbounded.built[0]  # no timeout: unbounded
+    unbounded.runtime.close()
 
 
 @pytest.mark.parametrize(("mode", "subject", "expected"), [

@@ -23,8 +23,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import psycopg
 from oracleagentmemory.devissuer import DevIssuer
+from oracleagentmemory.engines.postgres.driver_classes import DriverError
 from oracleagentmemory.errors import OracleAgentMemoryError
 from pydantic import SecretStr
 
@@ -142,7 +142,7 @@ def _provision_and_serve(args: argparse.Namespace, state: DevState, issuer: DevI
         assert embedder is not None
         embedder.embed(["warm up"])  # the model loads now, not on the first request
         _progress(f"loading the WordLlama embedder: done ({time.monotonic() - started:.1f} s)")
-    except (OracleAgentMemoryError, psycopg.Error, OSError) as error:
+    except (OracleAgentMemoryError, DriverError, OSError) as error:
         _progress(f"failed: {error}")
         return 1
     settings = dev_settings(tenant.runtime_url, state, issuer.issuer)

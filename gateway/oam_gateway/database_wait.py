@@ -12,13 +12,15 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 
+from oracleagentmemory.engines.postgres.wait_deadline import (
+    remaining_wait,
+    reset_wait_deadline,
+    set_wait_deadline,
+)
 from oracleagentmemory.errors import DatabaseUnavailableError
 
-_DEADLINE: ContextVar[float | None] = ContextVar("oam_gateway_database_wait_deadline",
-                                                 default=None)
-"""When the current request stops waiting for a connection (``time.monotonic()``)."""
+__all__ = ["database_wait", "remaining_wait"]
 
 
 @asynccontextmanager
@@ -35,23 +37,10 @@ async def database_wait(slots: asyncio.Semaphore, seconds: float) -> AsyncIterat
     except TimeoutError:
         raise DatabaseUnavailableError(
             f"the database is unavailable: no pooled connection within {seconds:g} s") from None
-    token = _DEADLINE.set(deadline)
+    token = set_wait_deadline(deadline)
     try:
         yield
     finally:
-        _DEADLINE.reset(token)
+        reset_wait_deadline(token)
         slots.release()
 
-
-READY_ONLY_WAIT = 0.001
-"""The wait left once the deadline has passed: a connection that is ready is still taken
-(psycopg_pool refuses at once with a wait of 0), none is waited for."""
-
-
-def remaining_wait(timeout: float) -> float:
-    """How long the current request may still wait for a pooled connection: ``timeout``, or
-    less inside :func:`database_wait`."""
-    deadline = _DEADLINE.get()
-    if deadline is None:
-        return timeout
-    return max(READY_ONLY_WAIT, min(timeout, deadline - time.monotonic()))

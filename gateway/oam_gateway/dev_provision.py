@@ -15,9 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
-import psycopg
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import (
     GlobalMemoriesDeepDataSecurityPolicy,
@@ -68,10 +66,6 @@ def _step(progress: Progress, what: str) -> Iterator[list[str]]:
     progress(f"{what}: {', '.join(outcome) or 'done'} ({time.monotonic() - started:.1f} s)")
 
 
-def _superuser(url: str) -> psycopg.Connection[Any]:
-    return psycopg.connect(url, autocommit=True)
-
-
 def provision(superuser_url: str, state: DevState, issuer: DevIssuer, audience: str,
               progress: Progress) -> DemoTenant:
     """Provision (or find) the demo tenant on the database of ``superuser_url``."""
@@ -96,7 +90,8 @@ def _admin_identities(superuser_url: str, state: DevState, progress: Progress) -
     """The schema owner and the policy administrator (as the superuser); returns the URL of
     the identity that administers the security schema."""
     with _step(progress, f"schema owner {SCHEMA_OWNER} and policy administrator "
-                         f"{POLICY_ADMINISTRATOR}") as outcome, _superuser(superuser_url) as su:
+                         f"{POLICY_ADMINISTRATOR}") as outcome, \
+            bootstrap_roles.connect(superuser_url) as su:
         for role in (SCHEMA_OWNER, POLICY_ADMINISTRATOR):
             password, _ = state.password(state.admin_passfile, role)
             created = bootstrap_roles.ensure_login(su, role, password)
@@ -165,7 +160,7 @@ def _runtime_login(superuser_url: str, admin_url: str, state: DevState,
                    progress: Progress) -> str:
     with _step(progress, f"runtime login {RUNTIME_LOGIN}") as outcome:
         password, _ = state.password(state.runtime_passfile, RUNTIME_LOGIN)
-        with _superuser(superuser_url) as su:
+        with bootstrap_roles.connect(superuser_url) as su:
             exists = bootstrap_roles.role_exists(su, RUNTIME_LOGIN)
             if exists:  # the password of the state directory, whatever it was
                 bootstrap_roles.set_login_password(su, RUNTIME_LOGIN, password)

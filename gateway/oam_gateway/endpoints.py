@@ -109,9 +109,9 @@ class Call:
         return self.request.query_params.get(name)
 
     async def sdk(self, work: Callable[[OracleAgentMemory], T]) -> T:
-        """Run ``work(client)`` inside the caller's end-user context, on the event loop with
-        its database waits awaited there (:func:`~oam_gateway.bridge.run_bridged`; Oracle
-        tenants: a worker thread). Waiting for an operation slot and for pooled connections
+        """Run ``work(client)`` inside the caller's end-user context, the tenant engine's way
+        (PostgreSQL: on the event loop with its database waits awaited there; Oracle: in a
+        worker thread). Waiting for an operation slot and for pooled connections
         takes at most the tenant's ``pool_timeout_seconds`` in all (a 503 past it)."""
         context = await self.runtime.context_for(self.principal)
         with operation_span(self.event.operation or "unknown"):

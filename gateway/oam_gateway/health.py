@@ -1,30 +1,14 @@
-"""Readiness: can the gateway reach its database right now?
+"""Readiness: can the gateway reach its databases right now?
 
-The probe opens (and closes) one connection to the tenant's database as its runtime login: a
-successful handshake and authentication is the answer, so no SQL is sent.
+Each tenant's engine answers (:meth:`~oam_gateway.tenant_runtime.TenantRuntime.ready`): a
+PostgreSQL tenant opens (and closes) one connection as its runtime login, a successful
+handshake and authentication being the answer, so no SQL is sent; an Oracle tenant pings a
+pooled connection.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-
-import psycopg
-
-_log = logging.getLogger(__name__)
+__all__ = ["RETRY_AFTER_SECONDS"]
 
 RETRY_AFTER_SECONDS = 5
 """What ``Retry-After`` tells a client while the database cannot be reached."""
-
-
-async def database_reachable(url: str, timeout_seconds: float) -> bool:
-    """Whether a connection to ``url`` opens within ``timeout_seconds``."""
-    try:
-        connection = await asyncio.wait_for(
-            psycopg.AsyncConnection.connect(url, connect_timeout=max(2, int(timeout_seconds))),
-            timeout_seconds)
-    except (psycopg.Error, OSError, asyncio.TimeoutError) as error:
-        _log.warning("readiness: database unreachable (%s)", type(error).__name__)
-        return False
-    await connection.close()
-    return True

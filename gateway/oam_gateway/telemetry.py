@@ -212,7 +212,7 @@ _database_instrumented = False
 _connect_descriptors: dict[type, Any] = {}
 """``connect`` of psycopg's connection classes as they were before instrumenting: the
 instrumentor's undo leaves a method bound to the base class, so a subclass's ``connect``
-(``oam_gateway.bridge.BridgedConnection``'s) would open base-class connections."""
+(the PostgreSQL engine's ``BridgedConnection``'s) would open base-class connections."""
 
 
 def instrument_database() -> None:
@@ -226,9 +226,9 @@ def instrument_database() -> None:
         if _database_instrumented:
             return
         use_stable_conventions()
-        import psycopg
         from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
-        for cls in (psycopg.Connection, psycopg.AsyncConnection):
+        from oracleagentmemory.engines.postgres.driver_classes import connection_classes
+        for cls in connection_classes():
             _connect_descriptors[cls] = cls.__dict__["connect"]
         PsycopgInstrumentor().instrument(tracer_provider=_ActiveTracerProvider(),
                                          enable_commenter=False, capture_parameters=False,

@@ -10,6 +10,8 @@ transaction).
 
 from __future__ import annotations
 
+import psycopg
+
 from oracleagentmemory.engines.postgres.admin_roles import (
     ROLE_NAME,
     Conn,
@@ -20,6 +22,7 @@ from oracleagentmemory.engines.postgres.admin_roles import (
 from oracleagentmemory.errors import InvalidArgumentError
 
 __all__ = [
+    "connect",
     "ensure_login",
     "ensure_owned_schema",
     "ensure_policy_administrator",
@@ -35,6 +38,12 @@ def _role(role: str) -> str:
             f"a role name must be lower-case letters, digits and underscores; got {role!r}",
             argument="role")
     return role
+
+
+def connect(url: str) -> Conn:
+    """An autocommit connection to ``url`` (the superuser's) for the functions here; close it
+    (it is a context manager)."""
+    return psycopg.connect(url, autocommit=True)
 
 
 def ensure_login(conn: Conn, role: str, password: str) -> bool:

@@ -1,9 +1,9 @@
 """Run the synchronous SDK on the event loop, its database waits awaited there.
 
-The SDK is synchronous; the gateway is asynchronous. Handing every call to a worker thread
-(``asyncio.to_thread``) costs a thread wake-up each way and contention for the GIL between the
-loop and the workers. Instead, :func:`run_bridged` runs the SDK call in a greenlet on the
-loop's own thread, over connections of :class:`BridgedConnection`: psycopg's synchronous
+The SDK is synchronous; an asynchronous caller (the gateway) is not. Handing every call to a
+worker thread (``asyncio.to_thread``) costs a thread wake-up each way and contention for the GIL
+between the loop and the workers. Instead, :func:`run_bridged` runs the SDK call in a greenlet on
+the loop's own thread, over connections of :class:`BridgedConnection`: psycopg's synchronous
 connection performs all of its I/O through ``Connection.wait(generator)``, and inside a
 bridged greenlet that wait switches back to the loop, which awaits the same generator with
 psycopg's own asynchronous waiting (``psycopg.waiting.wait_async``) and resumes the greenlet
@@ -19,8 +19,8 @@ What this relies on, and how each is kept:
 - **The loop never blocks on the pool.** :class:`BridgedPool` hands out a ready connection at
   once; when none is ready it waits for one in a worker thread, never on the loop (which is
   what returns connections). Callers also admit at most ``max_size`` operations per pool.
-- **No thread lock is held across a database wait** in the SDK's code paths the gateway calls
-  (a greenlet holding one while another greenlet of the same thread asks for it would
+- **No thread lock is held across a database wait** in the SDK's code paths an asynchronous
+  caller runs (a greenlet holding one while another greenlet of the same thread asks for it would
   deadlock the loop).
 - **Cancellation ends the statement.** A request cancelled while it waits on the database (its
   timeout) gets ``CancelledError`` inside the SDK at that wait; first the statement is
@@ -44,7 +44,16 @@ from psycopg import pq, waiting
 from psycopg.abc import PQGen
 from psycopg_pool import ConnectionPool
 
-from oam_gateway.database_wait import remaining_wait
+from oracleagentmemory.engines.postgres.wait_deadline import remaining_wait
+
+__all__ = [
+    "CANCEL_TIMEOUT_SECONDS",
+    "BridgedConnection",
+    "BridgedPool",
+    "await_in_bridge",
+    "in_bridge",
+    "run_bridged",
+]
 
 T = TypeVar("T")
 RV = TypeVar("RV")
@@ -123,7 +132,7 @@ class BridgedConnection(psycopg.Connection[Any]):
 class BridgedPool(ConnectionPool[Any]):
     """A pool whose ``getconn`` never blocks the loop from inside :func:`run_bridged`, and
     waits no longer than what is left of the request's wait for the database
-    (:func:`~oam_gateway.database_wait.remaining_wait`)."""
+    (:func:`~oracleagentmemory.engines.postgres.wait_deadline.remaining_wait`)."""
 
     def getconn(self, timeout: float | None = None) -> Any:
         timeout = remaining_wait(self.timeout if timeout is None else timeout)
