@@ -8,6 +8,9 @@ return both sides in one statement; the core fuses them.
 An exact user filter that leaves few chunks (a user's own memories, typically) is searched
 exactly from the start: reading those chunks through the user index and sorting them is faster
 than a filtered HNSW scan, which must step over every other user's chunks.
+A round's SQL is compiled once per shape and cached (:func:`round_statement`), binds each value
+once, and is prepared on its first execution; an HNSW round is planned generically, so it uses
+the index from the first search on a connection (:func:`_configure`).
 """
 
 from __future__ import annotations
@@ -103,7 +106,9 @@ class PostgresCandidates(CandidateSource):
         if exact and scoped:
             rows = _without_bitmap_scans(self._conn, statement, params, cursor)
         else:
-            rows = cursor.execute(statement, params).fetchall()
+            # Prepared at once (psycopg would wait for the sixth execution): one plan per
+            # connection and statement shape, not one per search.
+            rows = cursor.execute(statement, params, prepare=True).fetchall()
         if plan.mode != "hybrid":
             return CandidateRound(sides=([(r[0], r[1], float(r[2])) for r in rows],),
                                   exact=exact)
@@ -305,14 +310,19 @@ def _few_scoped_chunks(conn: psycopg.Connection[Any], names: StoreNames, plan: S
 def _configure(conn: psycopg.Connection[Any], budget: int) -> None:
     """Settings of an HNSW round, for the rest of the transaction.
 
-    ``plan_cache_mode`` goes back to ``auto`` (an end-user context forces generic plans, see
-    ``context_sql``): whether HNSW beats a filtered exact scan depends on how many rows the
-    user filter keeps, which only a custom plan knows.
+    ``plan_cache_mode`` is ``force_generic_plan`` (as an end-user context sets it, see
+    ``context_sql``), with or without a context: the round's statement is prepared on its first
+    execution (:meth:`PostgresCandidates.round`), so its generic plan, which orders by the
+    HNSW index, serves every execution on the connection, the first included. A custom plan
+    (``auto`` plans the first five executions with their values) knows how many rows the user
+    filter keeps and, under row-level security, whose ORed policies skew its estimates, scans
+    the user's chunks exactly instead: that choice is the store's (:func:`_few_scoped_chunks`),
+    made before this round.
     """
     conn.execute(
         "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
         "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true), "
-        "set_config('plan_cache_mode', 'auto', true)",
+        "set_config('plan_cache_mode', 'force_generic_plan', true)",
         [str(min(max(MIN_EF_SEARCH, budget), MAX_EF_SEARCH)), str(MAX_SCAN_TUPLES)],
     )
 

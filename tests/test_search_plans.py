@@ -1,0 +1,101 @@
+"""A search's HNSW round stays on the HNSW index from its first execution on a connection.
+
+Under row-level security a custom plan (``plan_cache_mode = auto`` plans the first five
+executions with their values) can scan the user's chunks exactly instead (measured at 4 users x
+5k 256-d chunks); the round is prepared at once and planned generically, and each value, the
+query vector included, is bound once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+from oracleagentmemory.engines.postgres import search as pg_search
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+DIM = 8
+ALICE_ROWS = 3000
+"""More than the store searches exactly (``EXACT_SCAN_MIN_ROWS``, and the square-root bound
+at this table size), so the first round is an HNSW round."""
+
+
+def _load(dds: Any) -> tuple[str, np.ndarray]:
+    """A store where alice owns half of 6,000 chunks (interleaved with bob's), analysed."""
+    from dds import OWNER
+
+    store_id = dds.new_store(vector_dim=DIM)
+    vectors = np.random.default_rng(23).standard_normal((2 * ALICE_ROWS, DIM)).astype(np.float32)
+    users = ["alice" if n % 2 else "bob" for n in range(2 * ALICE_ROWS)]
+    with dds.owner_store(store_id) as owner:
+        owner.add([f"m{n}" for n in range(len(users))], "memory", user_ids=users,
+                  record_ids=[f"m{n}" for n in range(len(users))], embeddings=list(vectors))
+    with psycopg.connect(dds.owner_url, autocommit=True) as conn:
+        for table in ("memory", "record_chunks"):
+            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(
+                sql.Identifier(OWNER, f"{store_id}_{table}")))
+    return store_id, vectors
+
+
+def _hnsw_statements(conn: psycopg.Connection[Any]) -> list[tuple[str, str, int, int]]:
+    """The session's prepared HNSW rounds: name, text, generic and custom plans so far."""
+    rows = conn.execute(
+        "SELECT name, statement, generic_plans, custom_plans FROM pg_prepared_statements "
+        "WHERE statement LIKE '%<=> $1::vector LIMIT%' AND NOT from_sql").fetchall()
+    return [(str(a), str(b), int(c), int(d)) for a, b, c, d in rows]
+
+
+def test_an_end_users_first_search_on_a_connection_scans_the_hnsw_index(dds: Any) -> None:
+    store_id, vectors = _load(dds)
+    query = vectors[1] + 0.01
+    mine = np.arange(1, 2 * ALICE_ROWS, 2)
+    unit = vectors[mine] / np.linalg.norm(vectors[mine], axis=1, keepdims=True)
+    nearest = {f"m{mine[n]}" for n in np.argsort(-(unit @ (query / np.linalg.norm(query))))[:5]}
+    with psycopg.connect(dds.runtime_url) as conn:  # a fresh session: nothing prepared yet
+        with dds.runtime_store(store_id, "alice", pool=conn, vector_dim=DIM) as store:
+            found = store.search(None, 5, query_vector=query, user_id="alice",
+                                 exact_user_match=True)
+        assert {record.id for record, _ in found} == nearest  # HNSW finds them at this size
+        # Without the round's own settings it would not be prepared before its sixth
+        # execution, and planned with its values (a custom plan) for the first five.
+        [(name, statement, generic, custom)] = _hnsw_statements(conn)
+        assert (generic, custom) == (1, 0)  # its one execution ran the generic plan
+        assert statement.count("$1::vector") == 8 and "$4" not in statement  # bound once
+        # The plan that execution used, shown for the same values in alice's context.
+        register_vector(conn)
+        with conn.transaction():
+            conn.execute("SELECT oam_sec.apply_assertion(%s)", [dds.context("alice").assertion()],
+                         prepare=False)
+            pg_search._configure(conn, 40)
+            values = [str(query.tolist()), "alice", 40]
+            explained = psycopg.ClientCursor(conn).execute(
+                sql.SQL("EXPLAIN (ANALYZE, COSTS OFF) EXECUTE {}({})").format(
+                    sql.Identifier(name), sql.SQL(", ").join(sql.Literal(v) for v in values)),
+            ).fetchall()
+        plan = "\n".join(str(row[0]) for row in explained)
+        assert f"Index Scan using {store_id}_record_chunks_hnsw_ix" in plan, plan
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_a_round_binds_each_value_once(mode: str) -> None:
+    """The compiled round references the query vector, the text and the user id as one
+    parameter each, in every arm."""
+    from oracleagentmemory.engines.identifiers import store_names
+    from oracleagentmemory.engines.interfaces import SearchPlan
+    from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
+
+    names = store_names(memory_store_id="plans", table_name_prefix=None, schema_owner=None,
+                        fold="lower")
+    plan = SearchPlan(mode=mode, k=10, record_types=tuple(sorted(SEARCHABLE_TYPES)),
+                      scope={"user_id": "alice", "agent_id": None})
+    plan.vector = np.ones(DIM, dtype=np.float32)
+    plan.text = "words" if mode == "hybrid" else None
+    statement, params = pg_search.round_statement(names, plan, 40, False, False)
+    assert sum(isinstance(p, np.ndarray) for p in params) == 1
+    assert sum(isinstance(p, str) and p == "alice" for p in params) == 1
+    assert statement.count("$1::vector") == 8  # four arms, each orders and returns by it
+    again, _ = pg_search.round_statement(names, plan, 40, False, False)
+    assert again is statement  # compiled once per shape
