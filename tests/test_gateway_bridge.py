@@ -27,6 +27,20 @@ from oracleagentmemory.engines.postgres.event_loop import (
 _request: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="none")
 
 
+def test_the_psycopg_internals_the_bridge_relies_on_are_there() -> None:
+    """``Connection.wait(gen, interval, timeout)`` and ``psycopg.waiting.wait_async`` are not
+    psycopg's documented API: a psycopg release that changes them fails here, by name."""
+    import inspect
+
+    from psycopg import waiting
+
+    names = list(inspect.signature(psycopg.Connection.wait).parameters)
+    assert names == ["self", "gen", "interval", "timeout"]
+    assert list(inspect.signature(BridgedConnection.wait).parameters) == names
+    assert inspect.iscoroutinefunction(waiting.wait_async)
+    assert list(inspect.signature(waiting.wait_async).parameters)[:2] == ["gen", "fileno"]
+
+
 def test_a_request_waiting_on_a_row_lock_holds_up_no_other_request(
         dds: DdsEnvironment, tmp_path: Path) -> None:
     with live_gateway(dds, tmp_path) as gateway, gateway.client("lock_waiter") as waiter, \

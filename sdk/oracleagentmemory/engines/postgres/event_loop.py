@@ -29,6 +29,12 @@ What this relies on, and how each is kept:
 
 Outside a bridged greenlet (the pool's own threads, a client opened in a worker thread)
 :class:`BridgedConnection` is an ordinary blocking psycopg connection.
+
+What of psycopg this uses beyond its documented API: ``Connection.wait`` (overridden; not in
+psycopg's API reference) and ``psycopg.waiting.wait_async`` (a module the reference does not
+list). psycopg's maintainers have discussed replacing the generators-and-wait design (psycopg
+issue 415), so an upgrade of psycopg must pass ``tests/test_gateway_bridge.py``, whose first
+check names these two.
 """
 
 from __future__ import annotations
