@@ -24,15 +24,36 @@ gateway's processes, the database server's and the load generator's (``/proc`` c
 those process trees only), next to the direct run's (this process and the server), with how busy
 the machine was and the requests/s that CPU per request allows were every core busy with it.
 
+**The floor** (issue 23), for ``get`` and ``search``: a bare Starlette app (``floor_app``: no
+token verification, no middleware) under the same uvicorn settings as ``oam-gateway serve``,
+with a psycopg ``AsyncConnectionPool`` of ``--pool`` connections as the same runtime login,
+sending the statements the gateway itself sent for the same operation (``floor_program``:
+captured on the wire from a gateway run through ``pg_relay``, the request's values in their
+slots; ``BEGIN``, the context apply with an assertion made once per end user as the SDK makes
+it, the statements, ``COMMIT``) in one pipeline per stage: one round trip for a get, two for a
+search (its record read needs the candidate round's rows). It is driven right after the
+gateway, by the same load generator at the same connections; the bench reports both
+requests/s, their ratio, CPU per request of each process and the database's CPU per gateway
+request. Round trips per get: the client flights a relay between a gateway (pool of one
+connection) and the database counts over ``--round-trip-gets`` sequential gets after a
+warm-up (a flight: the client sending after having received; the floor's likewise).
+
+``--quick`` (within 5 minutes on 2 cores): get and search only, 5,000 memories per user, 5 s
+runs, no direct or one-connection runs. ``--json FILE`` writes ``{"get": {"gateway_rps",
+"floor_rps", "ratio", "gateway_cpu_us", "floor_cpu_us", "db_cpu_us"}, "search": {...},
+"round_trips_per_get": N}`` besides the tables.
+
 Goals (issue 11), this 2-core machine, 10k memories per user: at least 1,200 ``get``/s, at least
 300 ``search``/s, gateway p50 overhead at most 1 ms over the direct call, audit on/off at most
-1.15x.
+1.15x. Goals (issue 23, same-run ratios): gateway at least 0.8x the floor's requests/s for get
+and search; database CPU at most 110 us per get and 1.5 ms per search (4 users x 5k); one round
+trip per get.
 
 Usage::
 
     .venv/bin/python bench/gateway.py [--users 4] [--memories 10000] [--seconds 10]
-        [--connections 16] [--pool 8] [--embedder wordllama] [--audit]
-        [--url URL | --data-dir DIR]
+        [--connections 16] [--pool 8] [--embedder wordllama] [--audit] [--quick]
+        [--json FILE] [--answers FILE] [--round-trip-gets 50] [--url URL | --data-dir DIR]
 """
 
 from __future__ import annotations
@@ -52,7 +73,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,9 +83,12 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 from _cpu import cpu_since, machine_ticks, own_cpu, server_pid, tree_cpu  # noqa: E402
 from _embedded import add_server_arguments, bench_server  # noqa: E402
 from dds import AUDIENCE, GROUP, IDP, ISSUER, OWNER, DdsEnvironment, setup_environment  # noqa: E402
+from floor import FloorSettings, FloorStudy, floor_process, study_floor  # noqa: E402
 from oam_gateway.rest_memories import memory  # noqa: E402
 from oam_gateway.tenants import shared_embedder  # noqa: E402
 from oracleagentmemory.core import OracleAgentMemory, OracleDBMemoryStore, SchemaPolicy  # noqa: E402
@@ -82,7 +106,12 @@ WORDS = ("alpine", "hiking", "coffee", "espresso", "garden", "tulip", "violin", 
          "bicycle", "marathon", "chess", "opening", "novel", "poetry", "cat", "dog", "allergy",
          "peanut", "window", "seat", "aisle", "morning", "evening", "rain", "snow", "winter",
          "summer")
-GOALS = {"get_rps": 1200.0, "search_rps": 300.0, "overhead_ms": 1.0, "audit_ratio": 1.15}
+GOALS = {"get_rps": 1200.0, "search_rps": 300.0, "overhead_ms": 1.0, "audit_ratio": 1.15,
+         "floor_ratio": 0.8, "db_get_us": 110.0, "db_search_us": 1500.0, "round_trips": 1.0}
+FLOOR_OPS = ("get", "search")
+"""The operations the floor answers."""
+QUICK = {"memories": 5000, "seconds": 5.0, "ops": "get,search"}
+"""``--quick``'s defaults (each overridden when given)."""
 
 
 def sentence(rng: random.Random, words: int = 8) -> str:
@@ -149,15 +178,16 @@ class GatewayProcess:
 
 @contextmanager
 def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: int,
-                    embedder: str, dimension: int, workers: int = 1
-                    ) -> Iterator[GatewayProcess]:
-    """``oam-gateway serve`` for the store, on a free port."""
+                    embedder: str, dimension: int, workers: int = 1,
+                    database_url: str | None = None) -> Iterator[GatewayProcess]:
+    """``oam-gateway serve`` for the store, on a free port (connecting to ``database_url``,
+    by default the runtime login's URL)."""
     settings = write_settings(env, store_id, directory, pool, embedder, dimension)
     port = _free_port()
     command = [str(Path(sys.executable).with_name("oam-gateway")), "serve", "--settings",
                str(settings), "--port", str(port), "--workers", str(workers)]
-    env_vars = {**os.environ, "OAM_GATEWAY_DATABASE_URL": env.runtime_url}
-    log_path = directory / "gateway.log"  # a file, not a pipe nobody drains
+    env_vars = {**os.environ, "OAM_GATEWAY_DATABASE_URL": database_url or env.runtime_url}
+    log_path = directory / f"gateway-{port}.log"  # a file, not a pipe nobody drains
     log = log_path.open("w", encoding="utf-8")
     process = subprocess.Popen(command, env=env_vars, stdout=subprocess.DEVNULL, stderr=log,
                                text=True)
@@ -374,7 +404,7 @@ def direct_work(op: str, client: OracleAgentMemory, user: str, work: Workload,
         ids = work.ids[user]
 
         def get() -> Any:
-            with client.store._atomic():
+            with client.transaction():
                 return memory(client, ids[n % len(ids)])
         return get
     if op == "search":
@@ -383,7 +413,7 @@ def direct_work(op: str, client: OracleAgentMemory, user: str, work: Workload,
     content = work.add_body()["content"]
 
     def add() -> Any:
-        with client.store._atomic():
+        with client.transaction():
             return memory(client, client.add_memory(content, user_id=user))
     return add
 
@@ -461,6 +491,9 @@ def audit_switch(env: DdsEnvironment, store_id: str) -> Callable[[bool], None]:
 
 # --- main -----------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    arguments = sys.argv[1:] if argv is None else argv
+    given = {a.lstrip("-").split("=", 1)[0].replace("-", "_") for a in arguments
+             if a.startswith("--")}
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--users", type=int, default=4)
     parser.add_argument("--memories", type=int, default=10_000, help="memories per user")
@@ -475,8 +508,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="also measure add with the write audit off and on")
     parser.add_argument("--python-load", action="store_true",
                         help="use the Python load generator even when wrk is installed")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"get and search only, against the floor, no direct or "
+                             f"one-connection runs; --memories {QUICK['memories']} and "
+                             f"--seconds {QUICK['seconds']:g} unless given")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="also write the floor comparison and round trips per get as JSON")
+    parser.add_argument("--answers", type=Path, metavar="FILE",
+                        help="write the gateway's and the floor's bodies for the same get and "
+                             "search (JSON), to compare them")
+    parser.add_argument("--round-trip-gets", type=int, default=50,
+                        help="sequential gets over which round trips per get are counted")
     add_server_arguments(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for name, value in QUICK.items():
+        if args.quick and name not in given:
+            setattr(args, name, value)
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -505,12 +553,20 @@ def main(argv: list[str] | None = None) -> int:
             postmaster = server_pid(conn)
         cpu: dict[str, CpuSplit] = {}
         direct_cpu: dict[str, CpuSplit] = {}
+        floor_ops = [op for op in ops if op in FLOOR_OPS]
+        floor_settings = FloorSettings(env.runtime_url, args.pool, directory / "app-token", IDP,
+                                       args.embedder, dimension)
+        study = _study_floor(env, store_id, directory, args, work, floor_settings, dimension) \
+            if floor_ops else None
+        floor_runs: dict[str, tuple[Run, CpuSplit]] = {}
         with gateway_process(env, store_id, directory, args.pool, args.embedder,
                              dimension, args.workers) as gateway, \
-                direct_client(env, store_id, args.pool, args.embedder, dimension) as client:
+                (nullcontext(None) if args.quick else direct_client(
+                    env, store_id, args.pool, args.embedder, dimension)) as client, \
+                _maybe_floor(study, floor_settings, directory) as floor:
             base = gateway.base
             for op in ops:
-                for connections in (args.connections, 1):
+                for connections in (args.connections,) if args.quick else (args.connections, 1):
                     warm = min(2.0, args.seconds)
                     _gateway_run(base, op, work, connections, warm, directory, use_wrk)
                     run, split = with_cpu(functools.partial(
@@ -519,6 +575,14 @@ def main(argv: list[str] | None = None) -> int:
                     results[("gateway", op, connections)] = run
                     if connections == args.connections:
                         cpu[op] = split
+                    if floor is not None and op in floor_ops and connections == args.connections:
+                        # Right after the gateway, the same load at the same connections.
+                        _gateway_run(floor.base, op, work, connections, warm, directory, use_wrk)
+                        floor_runs[op] = with_cpu(functools.partial(
+                            _gateway_run, floor.base, op, work, connections, args.seconds,
+                            directory, use_wrk), floor.pid, postmaster)
+                    if client is None:
+                        continue
                     run_direct(op, client, env.token, work, connections, warm)
                     run, split = with_cpu(functools.partial(
                         run_direct, op, client, env.token, work, connections, args.seconds),
@@ -528,9 +592,99 @@ def main(argv: list[str] | None = None) -> int:
                         direct_cpu[op] = split
             audit = _audit_runs(env, store_id, base, work, args, directory, use_wrk) \
                 if args.audit else None
-        _report(results, ops, args.connections, audit)
-        _report_cpu(cpu, direct_cpu, args.connections)
+        if not args.quick:
+            _report(results, ops, args.connections, audit)
+            _report_cpu(cpu, direct_cpu, args.connections)
+        comparison = _floor_comparison(results, cpu, floor_runs, args.connections)
+        _report_floor(comparison, floor_runs, study, args.connections)
+        if args.json:
+            summary: dict[str, Any] = dict(comparison)
+            if study is not None:
+                summary["round_trips_per_get"] = study.gateway_round_trips_per_get
+            args.json.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        if args.answers and study is not None:
+            args.answers.write_text(json.dumps(study.answers, indent=2) + "\n",
+                                    encoding="utf-8")
     return 0
+
+
+def _study_floor(env: DdsEnvironment, store_id: str, directory: Path, args: argparse.Namespace,
+                 work: Workload, settings: FloorSettings, dimension: int) -> FloorStudy:
+    """The floor's program and the round trips per get (``floor.study_floor``), with a
+    gateway of one pool connection run through a relay for it."""
+    user = work.users()[0]
+
+    def start_gateway(database_url: str) -> Any:
+        return gateway_process(env, store_id, directory, 1, args.embedder, dimension,
+                               database_url=database_url)
+
+    started = time.perf_counter()
+    study = study_floor(start_gateway, settings, directory, work.tokens[user], user,
+                        work.ids[user], sentence(random.Random(SEED + 2), 3),
+                        args.round_trip_gets)
+    print(f"floor program captured from the gateway's get and search, round trips counted in "
+          f"{time.perf_counter() - started:.1f} s", flush=True)
+    return study
+
+
+@contextmanager
+def _maybe_floor(study: FloorStudy | None, settings: FloorSettings,
+                 directory: Path) -> Iterator[Any]:
+    if study is None:
+        yield None
+        return
+    with floor_process(settings, study.program, directory) as floor:
+        yield floor
+
+
+def _floor_comparison(results: dict[tuple[str, str, int], Run], cpu: dict[str, CpuSplit],
+                      floor_runs: dict[str, tuple[Run, CpuSplit]], connections: int
+                      ) -> dict[str, dict[str, float | None]]:
+    """Per operation the floor answers: requests/s of both, their ratio, CPU per request of
+    each process and the database's CPU per gateway request."""
+    comparison: dict[str, dict[str, float | None]] = {}
+    for op, (floor_run, floor_split) in floor_runs.items():
+        gateway_run, split = results[("gateway", op, connections)], cpu[op]
+        comparison[op] = {
+            "gateway_rps": gateway_run.rps, "floor_rps": floor_run.rps,
+            "ratio": gateway_run.rps / floor_run.rps if floor_run.rps else None,
+            "gateway_cpu_us": split.gateway_us, "floor_cpu_us": floor_split.gateway_us,
+            "db_cpu_us": split.database_us}
+    return comparison
+
+
+def _report_floor(comparison: dict[str, dict[str, float | None]],
+                  floor_runs: dict[str, tuple[Run, CpuSplit]], study: FloorStudy | None,
+                  connections: int) -> None:
+    """The gateway next to the floor (same SQL, bare server) in this run."""
+    if not comparison:
+        return
+
+    def us(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.0f}"
+
+    print(f"\nthe gateway against the floor at {connections} connections (a bare Starlette app, "
+          "same uvicorn settings and pool size, the gateway's SQL in one pipeline per stage, "
+          "no verification):")
+    print(f"{'operation':<10} {'side':<8} {'req/s':>9} {'p50 ms':>8} {'p95 ms':>8} "
+          f"{'errors':>6} {'CPU us':>7} {'db us':>7}")
+    goals = {"get": GOALS["db_get_us"], "search": GOALS["db_search_us"]}
+    for op, row in comparison.items():
+        floor_run, floor_split = floor_runs[op]
+        print(f"{op:<10} {'gateway':<8} {row['gateway_rps']:9.0f} {'':>8} {'':>8} {'':>6} "
+              f"{us(row['gateway_cpu_us']):>7} {us(row['db_cpu_us']):>7}")
+        print(f"{op:<10} {'floor':<8} {floor_run.rps:9.0f} {floor_run.p50:8.2f} "
+              f"{floor_run.p95:8.2f} {floor_run.errors:6d} {us(floor_split.gateway_us):>7} "
+              f"{us(floor_split.database_us):>7}")
+        ratio = row["ratio"]
+        print(f"  {op}: gateway / floor {'n/a' if ratio is None else f'{ratio:.2f}'}x "
+              f"(goal >= {GOALS['floor_ratio']}x); database CPU per gateway {op} "
+              f"{us(row['db_cpu_us'])} us (goal <= {goals[op]:.0f} us)")
+    if study is not None:
+        print(f"round trips per get: gateway {study.gateway_round_trips_per_get:.2f} (goal "
+              f"{GOALS['round_trips']:.0f}), floor {study.floor_round_trips_per_get:.2f} "
+              "(client flights to the database per get, counted by a relay over sequential "
+              "gets on one connection)")
 
 
 def _gateway_run(base: str, op: str, work: Workload, connections: int, seconds: float,
