@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from functools import lru_cache
 from typing import Any
 
 import psycopg
 from psycopg import generators, pq
 from psycopg.abc import PQGen
+from psycopg.adapt import PyFormat, Transformer
 from psycopg.pq import TransactionStatus
 
 from oracleagentmemory.errors import SecurityContextError
 
 _APPLY = "SELECT oam_sec.apply_assertion(%s)"
 _APPLY_PARAM = _APPLY.replace("%s", "$1").encode()  # the same statement, for libpq
+_APPLY_OR_FAIL = (
+    "SELECT u, pg_catalog.int4div(1, pg_catalog.int4(u IS NOT NULL)) "
+    "FROM oam_sec.apply_assertion(%s) AS u")
+"""The apply statement that fails (division by zero) instead of answering NULL when the
+database refuses the assertion, so that in a pipeline the server skips every statement queued
+after it: none of them runs on a session the database refused (one whose own SQL may have
+replaced a named statement of the SDK's, which would then receive the caller's values)."""
+_APPLY_OR_FAIL_PARAM = _APPLY_OR_FAIL.replace("%s", "$1").encode()
 
 
 def _assertion(security: Any) -> str:
@@ -44,14 +56,18 @@ def _check_seen(row: tuple[Any, ...] | None, security: Any,
     seen = row[0] if row else None
     if seen is None or not security.record_verified(seen):
         conn.close()
-        raise SecurityContextError(
-            "the database does not accept the end-user context for "
-            f"{security.verified_username() or 'the token bearer'!r} "
-            "(unknown or expired application credential or token, unknown local end user, an "
-            "identity provider or store the application is not bound to, a login that is not "
-            "the application's runtime login, or a session whose SQL left prepared statements "
-            "or temporary tables)"
-        )
+        raise _refused(security)
+
+
+def _refused(security: Any) -> SecurityContextError:
+    return SecurityContextError(
+        "the database does not accept the end-user context for "
+        f"{security.verified_username() or 'the token bearer'!r} "
+        "(unknown or expired application credential or token, unknown local end user, an "
+        "identity provider or store the application is not bound to, a login that is not "
+        "the application's runtime login, or a session whose SQL left prepared statements "
+        "or temporary tables)"
+    )
 
 
 def apply_security_context(conn: psycopg.Connection[Any], security: Any) -> None:
@@ -65,8 +81,181 @@ def apply_security_context(conn: psycopg.Connection[Any], security: Any) -> None
     _check_seen(row, security, conn)
 
 
+class ContextTransaction:
+    """The transaction of :func:`context_transaction`, opened when first needed.
+
+    :meth:`begin` sends ``BEGIN`` and the apply statement (one round trip) unless the
+    transaction is open already. :meth:`read_first` runs a session's first statements, when
+    they only read, in the same round trip as ``BEGIN``, the apply, ``COMMIT`` and the end check.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any], security: Any) -> None:
+        self.conn = conn
+        self.security = security
+        self.assertion = _assertion(security)
+        self.open = False
+        """Whether a transaction of this context is open on the connection now."""
+        self.used = False
+        """Whether the context was applied at all (a session that ran nothing still checks
+        that the database accepts it)."""
+
+    def begin(self) -> None:
+        """Open the transaction and apply the context, unless it is open already."""
+        if self.open:
+            return
+        conn = self.conn
+        try:
+            row = _begin_and_apply(conn, self.assertion)
+        except psycopg.errors.UndefinedFunction as exc:
+            _roll_back(conn)
+            raise _no_security_schema() from exc
+        except psycopg.Error:
+            # A connection that cannot take a context (a read-only or timed-out session, say)
+            # serves nobody again: left in the pool it would fail every later user.
+            conn.close()
+            raise
+        self.open = self.used = True
+        _check_seen(row, self.security, conn)
+
+    def read_first(self, statements: Sequence[tuple[str, Sequence[Any]]]
+                   ) -> list[list[dict[str, Any]]] | None:
+        """Rows of each read-only statement (``%s`` placeholders), run as the context's first
+        and only work in one round trip (``BEGIN``, the apply, the statements, ``COMMIT``, the
+        end check); ``None`` when the context was applied before (the caller runs them in the
+        open transaction).
+
+        Their transaction ends with them: a later statement of the session opens another one
+        (:meth:`begin`). Under READ COMMITTED (the only level the assertion works at) each
+        statement reads its own snapshot either way, and these take no locks. No row reaches
+        the caller before the database's answer to the apply is checked; if it refuses the
+        context, the apply fails and the server runs none of the statements. The statements
+        run as named prepared statements of this connection, each prepared in the flight of
+        its first use.
+        """
+        if self.used:
+            return None
+        self.used = True
+        try:
+            return _read_in_one_flight(self.conn, self.security, self.assertion, statements)
+        except psycopg.errors.InvalidSqlStatementName:
+            # A statement prepared here is gone (a rollback through psycopg deallocates every
+            # statement of the session; so does DEALLOCATE ALL): prepare them again, once.
+            _PREPARED.pop(self.conn, None)
+            return _read_in_one_flight(self.conn, self.security, self.assertion, statements)
+
+
+_PREPARED: weakref.WeakKeyDictionary[psycopg.Connection[Any],
+                                      dict[tuple[str, tuple[int, ...] | None], bytes]] = (
+    weakref.WeakKeyDictionary())
+"""The statements :func:`_read_in_one_flight` prepared on each connection: name by query and
+parameter types.
+Names are never reused, so a statement forgotten here but left on the server is never
+executed for another query."""
+_STATEMENT_NUMBERS = itertools.count()
+
+
+@lru_cache(maxsize=256)
+def _numbered(query: str) -> bytes:
+    """``query`` with its ``%s`` placeholders as libpq's ``$1``, ``$2``..."""
+    parts = query.split("%s")
+    return "".join(part + (f"${n}" if n < len(parts) else "")
+                   for n, part in enumerate(parts, start=1)).encode()
+
+
+def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion: str,
+                        statements: Sequence[tuple[str, Sequence[Any]]]
+                        ) -> list[list[dict[str, Any]]]:
+    """:meth:`ContextTransaction.read_first`'s round trip, as one libpq pipeline.
+
+    libpq's pipeline directly, as :func:`_begin_and_apply`: one wait for the whole flight,
+    where psycopg's ``Connection.pipeline()`` waits once per statement. Values are dumped and
+    rows loaded by psycopg's adapters of ``conn`` (a :class:`~psycopg.adapt.Transformer`).
+    """
+    pgconn = conn.pgconn
+    prepared = _PREPARED.setdefault(conn, {})
+    transformer = Transformer(conn)
+    reads: list[int] = []
+    new: list[tuple[str, tuple[int, ...] | None]] = []
+    pgconn.enter_pipeline_mode()
+    try:
+        pgconn.send_query_params(b"BEGIN", None)
+        # Unnamed, like the apply: nothing named runs before the database checked the session.
+        pgconn.send_query_params(_APPLY_OR_FAIL_PARAM, [assertion.encode()])
+        position = 2
+        for query, params in statements:
+            values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
+            key = (query, transformer.types)
+            name = prepared.get(key)
+            if name is None:
+                name = prepared[key] = f"oam_read_{next(_STATEMENT_NUMBERS)}".encode()
+                new.append(key)
+                pgconn.send_prepare(name, _numbered(query), transformer.types)
+                position += 1
+            pgconn.send_query_prepared(name, values, transformer.formats)
+            reads.append(position)
+            position += 1
+        pgconn.send_query_params(b"COMMIT", None)
+        pgconn.send_query_params(b"SHOW oam.end_user_assertion", None)
+        pgconn.pipeline_sync()
+        results = _results(conn, pipeline=True)
+    except BaseException:
+        for key in new:
+            prepared.pop(key, None)
+        raise
+    finally:
+        if pgconn.status != pq.ConnStatus.BAD:
+            try:
+                pgconn.exit_pipeline_mode()
+            except psycopg.OperationalError:
+                conn.close()  # results left unread: the session serves nobody again
+    failed = next((n for n, r in enumerate(results) if r.status in _FAILED), None)
+    if failed is not None:
+        for key in new:  # perhaps never prepared: the server skips what follows an error
+            prepared.pop(key, None)
+        error = _error(conn, results[failed])
+        if failed <= 1:  # BEGIN or the apply: the server ran none of the statements
+            conn.close()
+            if isinstance(error, psycopg.errors.UndefinedFunction):
+                raise _no_security_schema() from error
+            if isinstance(error, psycopg.errors.DivisionByZero):
+                raise _refused(security) from None
+            raise error
+        _roll_back(conn)
+        _check_seen(_text_row(conn, results[1]), security, conn)
+        raise error
+    _check_seen(_text_row(conn, results[1]), security, conn)
+    _discard_unless_cleared(conn, _text_row(conn, results[-1]))
+    found = []
+    for index in reads:
+        result = results[index]
+        columns = [(result.fname(i) or b"").decode() for i in range(result.nfields)]
+        transformer.set_pgresult(result)
+        found.append(transformer.load_rows(0, result.ntuples, _dict_maker(columns)))
+    return found
+
+
+_FAILED = (pq.ExecStatus.FATAL_ERROR, pq.ExecStatus.PIPELINE_ABORTED)
+
+
+def _dict_maker(columns: list[str]) -> Callable[[Sequence[Any]], dict[str, Any]]:
+    """Rows as ``psycopg.rows.dict_row`` makes them: column name to value."""
+    return lambda values: dict(zip(columns, values, strict=True))
+
+
+def _error(conn: psycopg.Connection[Any], result: pq.abc.PGresult) -> psycopg.Error:
+    if result.status == pq.ExecStatus.PIPELINE_ABORTED:
+        return psycopg.OperationalError("the pipeline was aborted")
+    return psycopg.errors.error_from_result(result, encoding=conn.info.encoding)
+
+
+def _text_row(conn: psycopg.Connection[Any], result: pq.abc.PGresult) -> tuple[str | None]:
+    raw = result.get_value(0, 0) if result.ntuples else None
+    return (None if raw is None else raw.decode(conn.info.encoding),)
+
+
 @contextmanager
-def context_transaction(conn: psycopg.Connection[Any], security: Any) -> Iterator[None]:
+def context_transaction(conn: psycopg.Connection[Any], security: Any,
+                        deferred: bool = False) -> Iterator[ContextTransaction]:
     """One transaction on an idle connection, run as ``security``'s end user.
 
     The steps of :func:`apply_security_context` and :func:`clear_security_context` with two
@@ -77,26 +266,29 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any) -> Iterato
     in ``pg_stat_activity``). A failed transaction is rolled back through psycopg
     (:func:`_roll_back`). The check completes before the connection is released; a
     connection that fails it is closed.
+
+    With ``deferred``, nothing is sent until the block asks (:class:`ContextTransaction`): its
+    first reads may then travel with ``BEGIN``, the apply and ``COMMIT`` in one round trip.
+    A block that ran nothing still applies the context once, so the database verifies it.
     """
     # The transaction is opened and ended here, through libpq, whatever the connection's
     # autocommit setting: psycopg reads the transaction status from libpq, so inside it sends
     # no BEGIN of its own and nests its transaction blocks as savepoints.
-    assertion = _assertion(security)
+    transaction = ContextTransaction(conn, security)
+    if not deferred:
+        transaction.begin()
     try:
-        try:
-            row = _begin_and_apply(conn, assertion)
-        except psycopg.errors.UndefinedFunction as exc:
-            raise _no_security_schema() from exc
-        except psycopg.Error:
-            # A connection that cannot take a context (a read-only or timed-out session, say)
-            # serves nobody again: left in the pool it would fail every later user.
-            conn.close()
-            raise
-        _check_seen(row, security, conn)
-        yield
+        yield transaction
+        if not transaction.used:
+            transaction.begin()
     except BaseException:
-        _roll_back(conn)
+        if transaction.open:
+            transaction.open = False
+            _roll_back(conn)
         raise
+    if not transaction.open:
+        return  # the block's only work ended its own transaction (read_first)
+    transaction.open = False
     if conn.info.transaction_status == TransactionStatus.INERROR:
         # A statement failed and its error was caught inside the block: COMMIT would roll the
         # transaction back and answer as if it had committed (and past psycopg's cache).

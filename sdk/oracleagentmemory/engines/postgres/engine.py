@@ -179,15 +179,18 @@ class PostgresEngine(Engine):
 
         The assertion lives in a transaction-local setting, so commit or rollback removes it;
         afterwards the engine checks that it is gone and discards a connection where it is not.
-        On an idle connection (always, from a pool) the check shares the round trip of
-        ``COMMIT``; inside a caller's open transaction each step runs on its own.
+        On an idle connection (always, from a pool) the context is applied with the
+        transaction's first statement and the check shares the round trip of ``COMMIT``; a
+        session whose first work is a read runs all of it in one round trip
+        (:class:`~.context_sql.ContextTransaction`). Inside a caller's open transaction each
+        step runs on its own.
         """
         if conn.closed:
             raise DatabaseUnavailableError("the database connection is closed")
         self.ensure_vector_adapters(conn)
         if security is not None and conn.info.transaction_status == TransactionStatus.IDLE:
-            with context_transaction(conn, security):
-                yield PostgresSession(conn, self, names, security)
+            with context_transaction(conn, security, deferred=True) as context:
+                yield PostgresSession(conn, self, names, security, context)
             return
         try:
             with conn.transaction():

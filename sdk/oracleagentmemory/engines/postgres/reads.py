@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import psycopg
@@ -137,26 +138,47 @@ def select_event_ts(
     return None if row is None else row[0]
 
 
-def select_records_by_keys(conn: psycopg.Connection[Any], names: StoreNames,
-                           keys: Sequence[tuple[str, str]]
-                           ) -> dict[tuple[str, str], dict[str, Any]]:
-    """Visible rows of ``(record_type, record_id)`` keys."""
+Statement = tuple[str, Sequence[Any]]
+"""A statement (composed once, in psycopg's ``%s`` form) and its parameters."""
+
+
+def run(conn: psycopg.Connection[Any], statements: Sequence[Statement]
+        ) -> list[list[dict[str, Any]]]:
+    """The rows of each statement, run in order on ``conn``."""
+    found = []
+    with conn.cursor(row_factory=dict_row) as cur:
+        for query, params in statements:
+            found.append(cur.execute(query, params).fetchall())
+    return found
+
+
+def records_by_keys_statements(names: StoreNames, keys: Sequence[tuple[str, str]]
+                               ) -> list[Statement]:
+    """The statements that read the visible rows of ``(record_type, record_id)`` keys, one per
+    table (see :func:`records_by_keys`)."""
     by_table: dict[str, set[str]] = defaultdict(set)
     for record_type, record_id in keys:
         by_table[TABLE_OF_TYPE[record_type]].add(record_id)
+    return [(_by_ids_sql(names, logical), [sorted(ids)]) for logical, ids in by_table.items()]
+
+
+@lru_cache(maxsize=256)
+def _by_ids_sql(names: StoreNames, logical: str) -> str:
+    """Visible rows of ``logical`` among ids, composed once per store and table. Ids are unique
+    per owner: a user's own record shadows a global one (read last)."""
+    id_column = "actor_id" if logical == "actor_profile" else "id"
+    where = sql.SQL("{} = ANY(%s)").format(sql.Identifier(id_column))
+    if logical in EXPIRING_TABLES:
+        where = where + sql.SQL(" AND (expires_at IS NULL OR expires_at > now())")
+    return sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY user_id NULLS FIRST").format(
+        sql.SQL(SELECT_COLUMNS[logical]), q.table(names, logical), where).as_string()
+
+
+def records_by_keys(results: Sequence[Sequence[dict[str, Any]]]
+                    ) -> dict[tuple[str, str], dict[str, Any]]:
+    """Rows of :func:`records_by_keys_statements`' results by ``(record_type, record_id)``."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    for logical, ids in by_table.items():
-        id_column = "actor_id" if logical == "actor_profile" else "id"
-        where = sql.SQL("{} = ANY(%s)").format(sql.Identifier(id_column))
-        if logical in EXPIRING_TABLES:
-            where = where + sql.SQL(" AND (expires_at IS NULL OR expires_at > now())")
-        with conn.cursor(row_factory=dict_row) as cur:
-            # Ids are unique per owner: a user's own record shadows a global one (read last).
-            rows = cur.execute(
-                sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY user_id NULLS FIRST").format(
-                    sql.SQL(SELECT_COLUMNS[logical]), q.table(names, logical), where),
-                [sorted(ids)],
-            ).fetchall()
+    for rows in results:
         for row in rows:
             found[(row["record_type"], row["id"])] = row
     return found

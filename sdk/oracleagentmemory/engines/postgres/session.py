@@ -37,6 +37,7 @@ from oracleagentmemory.engines.postgres import (
     search,
     updates,
 )
+from oracleagentmemory.engines.postgres.context_sql import ContextTransaction
 from oracleagentmemory.engines.postgres.inserts import INSERT_BATCH_SIZE
 
 if TYPE_CHECKING:
@@ -47,12 +48,22 @@ class PostgresSession(EngineSession):
     """One connection inside one open transaction, on the store ``names``."""
 
     def __init__(self, conn: psycopg.Connection[Any], engine: PostgresEngine,
-                 names: StoreNames, security: Any | None = None) -> None:
-        self.conn = conn
+                 names: StoreNames, security: Any | None = None,
+                 context: ContextTransaction | None = None) -> None:
+        self._conn = conn
         self.engine = engine
         self.names = names
         self.security = security
         """The end-user context applied to this transaction, if any."""
+        self._context = context
+
+    @property
+    def conn(self) -> psycopg.Connection[Any]:
+        """The connection, inside a transaction of the session's end-user context (opened
+        now if it is not open yet)."""
+        if self._context is not None:
+            self._context.begin()
+        return self._conn
 
     # --- schema lifecycle ---------------------------------------------------------------
     def lock_store(self) -> None:
@@ -123,7 +134,18 @@ class PostgresSession(EngineSession):
 
     def select_records_by_keys(self, keys: Sequence[tuple[str, str]]
                                ) -> dict[tuple[str, str], dict[str, Any]]:
-        return reads.select_records_by_keys(self.conn, self.names, keys)
+        statements = reads.records_by_keys_statements(self.names, keys)
+        return reads.records_by_keys(self._read(statements))
+
+    def _read(self, statements: Sequence[reads.Statement]) -> list[list[dict[str, Any]]]:
+        """Rows of each read-only statement: in one round trip with the whole transaction of
+        the end-user context when they are the session's first work
+        (:meth:`ContextTransaction.read_first`), else in the open transaction."""
+        if statements and self._context is not None:
+            rows = self._context.read_first(statements)
+            if rows is not None:
+                return rows
+        return reads.run(self.conn, statements)
 
     def select_linked_memories(self, ids: Sequence[str],
                                plan: SearchPlan) -> list[dict[str, Any]]:
