@@ -64,6 +64,8 @@ class FloorSettings:
     identity_provider: str
     embedder: str
     dimension: int
+    pipeline: str = "libpq"
+    """``floor_app``'s ``--pipeline``."""
 
 
 @contextmanager
@@ -80,7 +82,8 @@ def floor_process(settings: FloorSettings, program: dict[str, Any], directory: P
                str(port), "--database-url", database_url or settings.database_url, "--pool",
                str(settings.pool), "--app-token-file", str(settings.app_token_file),
                "--identity-provider", settings.identity_provider, "--embedder",
-               settings.embedder, "--dimension", str(settings.dimension)]
+               settings.embedder, "--dimension", str(settings.dimension), "--pipeline",
+               settings.pipeline]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log,
                                env={**os.environ})
     base = f"http://127.0.0.1:{port}"

@@ -11,9 +11,9 @@ connections), vouching for those users. Then, for each operation:
 * ``add``: ``POST /v1/memories`` of a short sentence (answers the stored record);
 
 the load generator (``wrk``, C, one thread, ``--connections`` keep-alive connections, callers'
-tokens in turn; without ``wrk`` a Python generator, which may itself be the bottleneck and is
-reported as such) drives the gateway for ``--seconds``, then the same work runs in this process
-through the SDK directly (the routes' work functions inside
+tokens in turn; without ``wrk`` a lean Python one, ``http_load``, which may itself be the
+bottleneck and is reported as such) drives the gateway for ``--seconds``, then the same work
+runs in this process through the SDK directly (the routes' work functions inside
 ``OracleMemoryEndUserSecurityContext`` on a client over an equal pool, ``--connections``
 threads). Then both at one connection, for the per-call latency the gateway adds (p50 gateway
 - p50 direct). With ``--audit``, ``add`` is measured with the store's write audit off and on,
@@ -31,8 +31,10 @@ sending the statements the gateway itself sent for the same operation (``floor_p
 captured on the wire from a gateway run through ``pg_relay``, the request's values in their
 slots; ``BEGIN``, the context apply with an assertion made once per end user as the SDK makes
 it, the statements, ``COMMIT``) in one pipeline per stage: one round trip for a get, two for a
-search (its record read needs the candidate round's rows). It is driven right after the
-gateway, by the same load generator at the same connections; the bench reports both
+search (its record read needs the candidate round's rows); the pipeline is libpq's, through
+``psycopg.pq`` (``--floor-pipeline psycopg``: ``AsyncConnection.pipeline()``). It is driven
+right after the gateway, by the same load generator at the same connections; the bench reports
+both
 requests/s, their ratio, CPU per request of each process and the database's CPU per gateway
 request. Round trips per get: the client flights a relay between a gateway (pool of one
 connection) and the database counts over ``--round-trip-gets`` sequential gets after a
@@ -53,13 +55,13 @@ Usage::
 
     .venv/bin/python bench/gateway.py [--users 4] [--memories 10000] [--seconds 10]
         [--connections 16] [--pool 8] [--embedder wordllama] [--audit] [--quick]
-        [--json FILE] [--answers FILE] [--round-trip-gets 50] [--url URL | --data-dir DIR]
+        [--json FILE] [--answers FILE] [--round-trip-gets 50] [--floor-pipeline libpq]
+        [--url URL | --data-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import json
 import os
@@ -89,6 +91,8 @@ from _cpu import cpu_since, machine_ticks, own_cpu, server_pid, tree_cpu  # noqa
 from _embedded import add_server_arguments, bench_server  # noqa: E402
 from dds import AUDIENCE, GROUP, IDP, ISSUER, OWNER, DdsEnvironment, setup_environment  # noqa: E402
 from floor import FloorSettings, FloorStudy, floor_process, study_floor  # noqa: E402
+from floor_app import PIPELINES  # noqa: E402
+from http_load import request_bytes, run_load  # noqa: E402
 from oam_gateway.rest_memories import memory  # noqa: E402
 from oam_gateway.tenants import shared_embedder  # noqa: E402
 from oracleagentmemory.core import OracleAgentMemory, OracleDBMemoryStore, SchemaPolicy  # noqa: E402
@@ -354,46 +358,25 @@ def run_wrk(base: str, op: str, work: Workload, connections: int, seconds: float
 
 
 def run_python_load(base: str, op: str, work: Workload, connections: int,
-                    seconds: float) -> Run:
-    """The fallback load generator: ``connections`` asyncio httpx clients."""
-
-    async def main() -> Run:
-        latencies: list[float] = []
-        errors = 0
-        deadline = time.perf_counter() + seconds
-        users = work.users()
-
-        async def one(index: int) -> None:
-            nonlocal errors
-            async with httpx.AsyncClient(base_url=base, timeout=10) as http:
-                n = index
-                while time.perf_counter() < deadline:
-                    n += connections
-                    user = users[n % len(users)]
-                    headers = {"Authorization": f"Bearer {work.tokens[user]}"}
-                    started = time.perf_counter()
-                    try:
-                        if op == "get":
-                            ids = work.ids[user]
-                            response = await http.get(f"/v1/memories/{ids[n % len(ids)]}",
-                                                      headers=headers)
-                        elif op == "search":
-                            response = await http.post("/v1/search", json=work.search_body(),
-                                                       headers=headers)
-                        else:
-                            response = await http.post("/v1/memories", json=work.add_body(),
-                                                       headers=headers)
-                    except httpx.TransportError:  # a timeout counts as an error, as in wrk
-                        errors += 1
-                        continue
-                    latencies.append(time.perf_counter() - started)
-                    errors += response.status_code >= 300
-
-        started = time.perf_counter()
-        await asyncio.gather(*(one(i) for i in range(connections)))
-        return run_of(latencies, errors, time.perf_counter() - started)
-
-    return asyncio.run(main())
+                    seconds: float, count: int = 400) -> Run:
+    """The fallback load generator (``http_load``: raw keep-alive HTTP/1.1 on uvloop), sending
+    ``count`` prepared requests in turn, callers in turn, as the ``wrk`` script does."""
+    users = work.users()
+    samples = {user: work.rng.sample(work.ids[user], min(count, len(work.ids[user])))
+               for user in users}
+    requests = []
+    for n in range(count):
+        user = users[n % len(users)]
+        token = work.tokens[user]
+        if op == "get":
+            ids = samples[user]
+            requests.append(request_bytes("GET", f"/v1/memories/{ids[n % len(ids)]}", token))
+        elif op == "search":
+            requests.append(request_bytes("POST", "/v1/search", token, work.search_body()))
+        else:
+            requests.append(request_bytes("POST", "/v1/memories", token, work.add_body()))
+    latencies, errors, elapsed = run_load(base, requests, connections, seconds)
+    return run_of(latencies, errors, elapsed)
 
 
 # --- the same work, direct --------------------------------------------------------------------
@@ -517,6 +500,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--answers", type=Path, metavar="FILE",
                         help="write the gateway's and the floor's bodies for the same get and "
                              "search (JSON), to compare them")
+    parser.add_argument("--floor-pipeline", choices=PIPELINES, default=PIPELINES[0],
+                        help="how the floor pipelines a stage: libpq's pipeline mode through "
+                             "psycopg.pq, or psycopg's AsyncConnection.pipeline()")
     parser.add_argument("--round-trip-gets", type=int, default=50,
                         help="sequential gets over which round trips per get are counted")
     add_server_arguments(parser)
@@ -536,7 +522,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     dimension = 256 if args.embedder == "wordllama" else 64
     use_wrk = shutil.which("wrk") is not None and not args.python_load
-    print(f"load generator: {'wrk (C, 1 thread)' if use_wrk else 'Python (httpx asyncio)'}"
+    generator = "wrk (C, 1 thread)" if use_wrk else "Python (raw HTTP/1.1 on uvloop)"
+    print(f"load generator: {generator}"
           + ("" if use_wrk else ": may itself be the bottleneck; install wrk"), flush=True)
     with bench_server(args.url, args.data_dir) as url, \
             tempfile.TemporaryDirectory(prefix="oam-bench-gw-") as tmp:
@@ -555,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
         direct_cpu: dict[str, CpuSplit] = {}
         floor_ops = [op for op in ops if op in FLOOR_OPS]
         floor_settings = FloorSettings(env.runtime_url, args.pool, directory / "app-token", IDP,
-                                       args.embedder, dimension)
+                                       args.embedder, dimension, args.floor_pipeline)
         study = _study_floor(env, store_id, directory, args, work, floor_settings, dimension) \
             if floor_ops else None
         floor_runs: dict[str, tuple[Run, CpuSplit]] = {}
@@ -596,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
             _report(results, ops, args.connections, audit)
             _report_cpu(cpu, direct_cpu, args.connections)
         comparison = _floor_comparison(results, cpu, floor_runs, args.connections)
-        _report_floor(comparison, floor_runs, study, args.connections)
+        _report_floor(comparison, floor_runs, study, args.connections, args.floor_pipeline)
         if args.json:
             summary: dict[str, Any] = dict(comparison)
             if study is not None:
@@ -624,7 +611,18 @@ def _study_floor(env: DdsEnvironment, store_id: str, directory: Path, args: argp
                         args.round_trip_gets)
     print(f"floor program captured from the gateway's get and search, round trips counted in "
           f"{time.perf_counter() - started:.1f} s", flush=True)
+    for op in FLOOR_OPS:
+        stages = " | ".join("; ".join(_statement_label(statement) for statement in stage)
+                            for stage in study.program[op])
+        print(f"  floor {op}: {stages}", flush=True)
     return study
+
+
+def _statement_label(statement: dict[str, Any]) -> str:
+    """A statement of the floor's program in a few words (marked when prepared)."""
+    text = " ".join(str(statement["text"]).split())
+    short = text if len(text) <= 40 else text[:37] + "..."
+    return short + (" [prepared]" if statement["named"] else "")
 
 
 @contextmanager
@@ -655,7 +653,7 @@ def _floor_comparison(results: dict[tuple[str, str, int], Run], cpu: dict[str, C
 
 def _report_floor(comparison: dict[str, dict[str, float | None]],
                   floor_runs: dict[str, tuple[Run, CpuSplit]], study: FloorStudy | None,
-                  connections: int) -> None:
+                  connections: int, pipeline: str) -> None:
     """The gateway next to the floor (same SQL, bare server) in this run."""
     if not comparison:
         return
@@ -664,8 +662,8 @@ def _report_floor(comparison: dict[str, dict[str, float | None]],
         return "n/a" if value is None else f"{value:.0f}"
 
     print(f"\nthe gateway against the floor at {connections} connections (a bare Starlette app, "
-          "same uvicorn settings and pool size, the gateway's SQL in one pipeline per stage, "
-          "no verification):")
+          "same uvicorn settings and pool size, the gateway's SQL in one pipeline per stage "
+          f"({pipeline}), no verification):")
     print(f"{'operation':<10} {'side':<8} {'req/s':>9} {'p50 ms':>8} {'p95 ms':>8} "
           f"{'errors':>6} {'CPU us':>7} {'db us':>7}")
     goals = {"get": GOALS["db_get_us"], "search": GOALS["db_search_us"]}
