@@ -99,3 +99,21 @@ def test_a_round_binds_each_value_once(mode: str) -> None:
     assert statement.count("$1::vector") == 8  # four arms, each orders and returns by it
     again, _ = pg_search.round_statement(names, plan, 40, False, False)
     assert again is statement  # compiled once per shape
+
+
+def test_a_scoped_exact_round_is_prepared_on_its_first_execution(dds: Any) -> None:
+    """A user with few chunks is searched exactly (the scoped form), prepared at once too."""
+    store_id = dds.new_store(vector_dim=DIM)
+    vectors = np.random.default_rng(5).standard_normal((60, DIM)).astype(np.float32)
+    with dds.owner_store(store_id) as owner:
+        owner.add([f"m{n}" for n in range(60)], "memory", user_ids="alice",
+                  embeddings=list(vectors))
+    with psycopg.connect(dds.runtime_url) as conn:
+        with dds.runtime_store(store_id, "alice", pool=conn, vector_dim=DIM) as store:
+            found = store.search(None, 3, query_vector=vectors[7], user_id="alice",
+                                 exact_user_match=True, record_types={"memory"})
+        assert found[0][0].content == "m7"
+        rows = conn.execute(
+            "SELECT generic_plans + custom_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE '%<=> $1::vector) + 0 AS d%' AND NOT from_sql").fetchall()
+        assert rows == [(1,)]

@@ -263,14 +263,15 @@ def _without_bitmap_scans(conn: psycopg.Connection[Any], statement: sql.SQL | sq
     Under row-level security the ORed policies (own rows, or global ones) make the planner
     combine two bitmap index scans, which must read every chunk's heap page; without bitmap
     scans it reads the user's vectors from the scope index alone (an index-only scan, the
-    policies checked on the index's ``user_id`` and ``record_type``).
+    policies checked on the index's ``user_id`` and ``record_type``). A compiled round, run on
+    the search's ``cursor``, is prepared on its first execution like the other rounds.
     """
     with conn.pipeline():
         # The caller's value is kept in a transaction-local placeholder and restored after.
         conn.execute("SELECT set_config('oam_search.enable_bitmapscan', "
                      "current_setting('enable_bitmapscan'), true), "
                      "set_config('enable_bitmapscan', 'off', true)")
-        cur = (cursor or conn.cursor()).execute(statement, params)
+        cur = (cursor or conn.cursor()).execute(statement, params, prepare=cursor is not None)
         conn.execute("SELECT set_config('enable_bitmapscan', "
                      "current_setting('oam_search.enable_bitmapscan'), true)")
     return cur.fetchall()
