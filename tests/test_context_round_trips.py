@@ -18,6 +18,7 @@ import pytest
 from dds import OWNER
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
+from oracleagentmemory.engines.postgres.context_sql import MAX_PREPARED_READS
 from oracleagentmemory.errors import SecurityContextError
 from psycopg_pool import ConnectionPool
 from round_trips import Relay, relay
@@ -142,3 +143,36 @@ def test_reads_survive_their_prepared_statements_being_deallocated(
             conn.execute("DEALLOCATE ALL")  # as psycopg's rollback does
         assert memory_content(store, "a1") == "memory a1 of alice"  # prepared again
         assert memory_content(store, "a2") == "memory a2 of alice"
+
+
+def test_lists_and_a_threads_messages_are_one_round_trip_each(dds: Any, seeded: Seeded) -> None:
+    with relayed_store(dds, seeded) as (counter, _, store):
+        for _ in range(2):  # the second time, every statement is prepared already
+            before = counter.flights
+            memories = store.list("memory", limit=10)
+            assert counter.flights - before == 1
+            before = counter.flights
+            messages = store.list_thread_messages("t-alice")
+            assert counter.flights - before == 1
+            before = counter.flights
+            record = store.get("memory", "a2")
+            assert counter.flights - before == 1
+        assert {m.id for m in memories} == {"a1", "a2", "a3", "g1", "g2"}
+        with store.transaction():
+            store.get("memory", "a1")  # the first read; the list then runs as a later statement
+            in_transaction = store.list("memory", limit=10)
+        assert [m.id for m in memories] == [m.id for m in in_transaction]  # oldest first, both
+        assert [m.id for m in messages] == ["m-alice"]
+        assert record is not None and record.content == "memory a2 of alice"
+
+
+def test_first_reads_past_the_prepared_limit_run_unnamed(dds: Any, seeded: Seeded) -> None:
+    with relayed_store(dds, seeded) as (_, pool, store):
+        for n in range(MAX_PREPARED_READS + 5):  # a new statement shape each time
+            shape = {f"k{i}": i for i in range(n + 1)}  # n + 1 predicates
+            assert store.list("memory", metadata_filter=shape) == []
+        assert [r.id for r in store.list("memory", record_id="a1")] == ["a1"]
+        with pool.connection() as conn:
+            row = conn.execute("SELECT count(*) FROM pg_prepared_statements "
+                               "WHERE name LIKE 'oam\\_read\\_%'").fetchone()
+        assert row == (MAX_PREPARED_READS,)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -152,14 +153,21 @@ parameter types.
 Names are never reused, so a statement forgotten here but left on the server is never
 executed for another query."""
 _STATEMENT_NUMBERS = itertools.count()
+MAX_PREPARED_READS = 32
+"""Statements prepared per connection for first reads; shapes past them run unnamed (a
+metadata filter's shape is the caller's, and every prepared statement adds to what the apply's
+clean-session check reads)."""
+
+
+_PLACEHOLDER = re.compile(r"%s|%%")
 
 
 @lru_cache(maxsize=256)
 def _numbered(query: str) -> bytes:
-    """``query`` with its ``%s`` placeholders as libpq's ``$1``, ``$2``..."""
-    parts = query.split("%s")
-    return "".join(part + (f"${n}" if n < len(parts) else "")
-                   for n, part in enumerate(parts, start=1)).encode()
+    """``query`` with its ``%s`` placeholders as libpq's ``$1``, ``$2``... (``%%`` as ``%``)."""
+    numbers = itertools.count(1)
+    return _PLACEHOLDER.sub(
+        lambda match: "%" if match.group() == "%%" else f"${next(numbers)}", query).encode()
 
 
 def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion: str,
@@ -186,12 +194,16 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
             values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
             key = (query, transformer.types)
             name = prepared.get(key)
-            if name is None:
-                name = prepared[key] = f"oam_read_{next(_STATEMENT_NUMBERS)}".encode()
-                new.append(key)
-                pgconn.send_prepare(name, _numbered(query), transformer.types)
-                position += 1
-            pgconn.send_query_prepared(name, values, transformer.formats)
+            if name is None and len(prepared) >= MAX_PREPARED_READS:
+                pgconn.send_query_params(_numbered(query), values, transformer.types,
+                                         transformer.formats)
+            else:
+                if name is None:
+                    name = prepared[key] = f"oam_read_{next(_STATEMENT_NUMBERS)}".encode()
+                    new.append(key)
+                    pgconn.send_prepare(name, _numbered(query), transformer.types)
+                    position += 1
+                pgconn.send_query_prepared(name, values, transformer.formats)
             reads.append(position)
             position += 1
         pgconn.send_query_params(b"COMMIT", None)

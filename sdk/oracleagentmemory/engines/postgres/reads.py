@@ -24,15 +24,24 @@ from oracleagentmemory.engines.postgres.filters import (
 from oracleagentmemory.engines.postgres.record_sql import (
     SELECT_COLUMNS,
     keyset_order,
-    newest_oldest_first,
+    newest_first_statement,
     record_key,
     select_columns,
 )
 
+Statement = tuple[str, Sequence[Any]]
+"""A statement (composed, in psycopg's ``%s`` form) and its parameters."""
 
-def select_records(conn: psycopg.Connection[Any], names: StoreNames,
-                   query: RecordQuery) -> list[dict[str, Any]]:
-    """Visible (unexpired) rows of one record type, oldest first."""
+
+def oldest_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of a newest-first statement (:func:`records_statement`,
+    :func:`thread_messages_statement`), oldest first."""
+    rows.reverse()
+    return rows
+
+
+def records_statement(names: StoreNames, query: RecordQuery) -> Statement:
+    """Visible (unexpired) rows of one record type, newest first."""
     logical = TABLE_OF_TYPE[query.record_type]
     where: list[sql.Composable] = []
     params: list[Any] = []
@@ -62,15 +71,13 @@ def select_records(conn: psycopg.Connection[Any], names: StoreNames,
     order, position, position_params = keyset_order(
         "coalesce(event_ts, created_at)", "actor_id" if logical == "actor_profile" else "id",
         query.older_than, "row_seq")
-    return newest_oldest_first(conn, sql.SQL(select_columns(logical, query.include_bytes)),
-                               q.table(names, logical), [*where, *position], order,
-                               query.limit, [*params, *position_params])
+    return newest_first_statement(sql.SQL(select_columns(logical, query.include_bytes)),
+                                  q.table(names, logical), [*where, *position], order,
+                                  query.limit, [*params, *position_params])
 
 
-def select_thread_messages(
-    conn: psycopg.Connection[Any], names: StoreNames, query: MessageQuery
-) -> list[dict[str, Any]]:
-    """Visible messages of one thread in sequence order."""
+def thread_messages_statement(names: StoreNames, query: MessageQuery) -> Statement:
+    """Visible messages of one thread, newest first (sequence order: :func:`oldest_first`)."""
     where = [sql.SQL("thread_id = %s"), sql.SQL("(expires_at IS NULL OR expires_at > now())")]
     params: list[Any] = [query.thread_id]
     if query.range_start_seq_no is not None:
@@ -79,8 +86,8 @@ def select_thread_messages(
     if query.range_end_seq_no is not None:
         where.append(sql.SQL("seq_no < %s"))
         params.append(query.range_end_seq_no)
-    return newest_oldest_first(conn, sql.SQL(SELECT_COLUMNS["message"]),
-                               q.table(names, "message"), where, "seq_no", query.last_n, params)
+    return newest_first_statement(sql.SQL(SELECT_COLUMNS["message"]), q.table(names, "message"),
+                                  where, "seq_no", query.last_n, params)
 
 
 def select_message_images(conn: psycopg.Connection[Any], names: StoreNames,
@@ -136,10 +143,6 @@ def select_event_ts(
         params,
     ).fetchone()
     return None if row is None else row[0]
-
-
-Statement = tuple[str, Sequence[Any]]
-"""A statement (composed once, in psycopg's ``%s`` form) and its parameters."""
 
 
 def run(conn: psycopg.Connection[Any], statements: Sequence[Statement]

@@ -81,13 +81,21 @@ def newest_oldest_first(conn: psycopg.Connection[Any], columns: sql.Composable,
                         params: list[Any]) -> list[dict[str, Any]]:
     """The newest ``limit`` rows (all when ``None``) by ``order`` (a column, or a composed
     newest-first ORDER BY list), returned oldest first."""
+    statement, values = newest_first_statement(columns, table, where, order, limit, params)
+    with conn.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute(statement, values).fetchall()
+    rows.reverse()
+    return rows
+
+
+def newest_first_statement(columns: sql.Composable, table: sql.Composable,
+                           where: Sequence[sql.Composable], order: str | sql.Composable,
+                           limit: int | None, params: list[Any]) -> tuple[str, list[Any]]:
+    """The statement (``%s`` placeholders) and values of :func:`newest_oldest_first`, whose
+    rows come newest first."""
     statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {}{}").format(
         columns, table, sql.SQL(" AND ").join(where) if where else sql.SQL("true"),
         sql.SQL("{} DESC").format(sql.Identifier(order)) if isinstance(order, str) else order,
         sql.SQL(" LIMIT %s") if limit is not None else sql.SQL(""),
     )
-    with conn.cursor(row_factory=dict_row) as cur:
-        rows = cur.execute(statement, [*params, *([limit] if limit is not None else [])]
-                           ).fetchall()
-    rows.reverse()
-    return rows
+    return statement.as_string(), [*params, *([limit] if limit is not None else [])]

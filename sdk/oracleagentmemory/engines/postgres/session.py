@@ -94,10 +94,11 @@ class PostgresSession(EngineSession):
         inserts.insert_rows(self.conn, self.names, rows, batch_size)
 
     def select_records(self, query: RecordQuery) -> list[dict[str, Any]]:
-        return reads.select_records(self.conn, self.names, query)
+        return reads.oldest_first(self._read([reads.records_statement(self.names, query)])[0])
 
     def select_thread_messages(self, query: MessageQuery) -> list[dict[str, Any]]:
-        return reads.select_thread_messages(self.conn, self.names, query)
+        return reads.oldest_first(
+            self._read([reads.thread_messages_statement(self.names, query)])[0])
 
     def select_message_images(self, messages: Sequence[tuple[str, str | None]]
                               ) -> dict[tuple[str, str], bytes]:
