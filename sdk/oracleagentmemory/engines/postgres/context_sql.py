@@ -21,12 +21,14 @@ from oracleagentmemory.errors import SecurityContextError
 _APPLY = "SELECT oam_sec.apply_assertion(%s)"
 _APPLY_PARAM = _APPLY.replace("%s", "$1").encode()  # the same statement, for libpq
 _APPLY_OR_FAIL = (
-    "SELECT u, pg_catalog.int4div(1, pg_catalog.int4(u IS NOT NULL)) "
-    "FROM oam_sec.apply_assertion(%s) AS u")
+    "SELECT COALESCE(oam_sec.apply_assertion(%s), pg_catalog.int4div(1, pg_catalog.int4("
+    "pg_catalog.statement_timestamp() IS NULL))::pg_catalog.text)")
 """The apply statement that fails (division by zero) instead of answering NULL when the
 database refuses the assertion, so that in a pipeline the server skips every statement queued
 after it: none of them runs on a session the database refused (one whose own SQL may have
-replaced a named statement of the SDK's, which would then receive the caller's values)."""
+replaced a named statement of the SDK's, which would then receive the caller's values).
+COALESCE evaluates the division only when the apply answered NULL; its divisor is a zero the
+planner cannot fold (``statement_timestamp()`` is not immutable), so it fails only then."""
 _APPLY_OR_FAIL_PARAM = _APPLY_OR_FAIL.replace("%s", "$1").encode()
 
 
