@@ -283,13 +283,17 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any,
 
     With ``deferred``, nothing is sent until the block asks (:class:`ContextTransaction`): its
     first reads may then travel with ``BEGIN``, the apply and ``COMMIT`` in one round trip.
+    A context whose user the database has not verified yet is applied at once all the same.
     A block that ran nothing still applies the context once, so the database verifies it.
     """
     # The transaction is opened and ended here, through libpq, whatever the connection's
     # autocommit setting: psycopg reads the transaction status from libpq, so inside it sends
     # no BEGIN of its own and nests its transaction blocks as savepoints.
     transaction = ContextTransaction(conn, security)
-    if not deferred:
+    if not deferred or security.verified_username() is None:
+        # A context whose user the database has not named yet (a token's first use) is applied
+        # at once: code inside the block asks for that name (a record's default owner) before
+        # its first statement, and must not find none.
         transaction.begin()
     try:
         yield transaction

@@ -1,0 +1,172 @@
+"""Issue 23's attack review: the one-flight read, the compiled search and the pooled connection.
+
+Each attack runs on the embedded PostgreSQL through the runtime login with real end-user
+contexts, after a positive control showing the attack's step does what it claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+from dds import OWNER
+from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
+from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
+from oracleagentmemory.errors import SecurityContextError
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+from test_deepsec_attacks import Seeded, seed
+
+
+@pytest.fixture(scope="module")
+def seeded(dds: Any) -> Seeded:
+    return seed(dds)
+
+
+@contextmanager
+def one_connection_pool(dds: Any) -> Iterator[ConnectionPool[Any]]:
+    with ConnectionPool(dds.runtime_url, min_size=1, max_size=1, open=True) as pool:
+        yield pool
+
+
+@contextmanager
+def store_as(pool: ConnectionPool[Any], seeded: Seeded, context: Any
+             ) -> Iterator[OracleDBMemoryStore]:
+    """A NO_CHECK store on ``pool`` used inside ``context``."""
+    with OracleMemoryEndUserSecurityContext(context):
+        store = OracleDBMemoryStore(None, pool, schema_policy=SchemaPolicy.NO_CHECK,
+                                    memory_store_id=seeded.store_id, schema_owner=OWNER)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
+def content(store: OracleDBMemoryStore, memory_id: str) -> str | None:
+    record = store.get("memory", memory_id)
+    return None if record is None else str(record.content)
+
+
+def owner_user_id(dds: Any, seeded: Seeded, memory_id: str) -> tuple[Any, ...] | None:
+    with psycopg.connect(dds.owner_url) as conn:
+        return conn.execute(sql.SQL("SELECT user_id FROM {} WHERE id = %s").format(
+            seeded.table("memory")), [memory_id]).fetchone()
+
+
+def test_a_fresh_token_context_adds_its_own_record_inside_a_transaction_block(
+        dds: Any) -> None:
+    """A token names its end user only once the database verified it; a block's first add
+    must still store the record as that user's (not a global or unowned one)."""
+    fresh = seed(dds)
+    with one_connection_pool(dds) as pool:
+        # Positive control: outside a block, the default user id is the token's user.
+        with store_as(pool, fresh, dds.token_context("alice")) as store:
+            store.add(["outside a block"], "memory", record_ids=["tok-outside"])
+        assert owner_user_id(dds, fresh, "tok-outside") is not None
+        expected = owner_user_id(dds, fresh, "tok-outside")
+        with store_as(pool, fresh, dds.token_context("alice")) as store:
+            fresh_token = dds.token_context("alice")  # never used yet: names nobody so far
+            with OracleMemoryEndUserSecurityContext(fresh_token), store.transaction():
+                store.add(["inside a block"], "memory", record_ids=["tok-inside"])
+        assert owner_user_id(dds, fresh, "tok-inside") == expected
+
+
+def backend_pid(pool: ConnectionPool[Any]) -> int:
+    with pool.connection() as conn:
+        return int(conn.info.backend_pid)
+
+
+def assertion_left(pool: ConnectionPool[Any]) -> tuple[Any, ...] | None:
+    with pool.connection() as conn:
+        conn.autocommit = True
+        row = conn.execute("SELECT current_setting('oam.end_user_assertion', true)").fetchone()
+    return None if row is None else tuple(row)
+
+
+def test_another_user_on_the_same_connection_never_gets_the_prepared_reads_rows(
+        dds: Any, seeded: Seeded) -> None:
+    """alice's reads leave named prepared statements on the connection; bob's reads run the
+    same statements (same names) and see only his and global rows."""
+    with one_connection_pool(dds) as pool:
+        pid = backend_pid(pool)
+        with store_as(pool, seeded, dds.context("alice")) as alice:
+            for _ in range(3):
+                assert content(alice, "a1") == "memory a1 of alice"  # positive control
+                assert {m.id for m in alice.list("memory", limit=20)} == {
+                    "a1", "a2", "a3", "g1", "g2"}
+        with pool.connection() as conn:
+            prepared = conn.execute("SELECT count(*) FROM pg_prepared_statements "
+                                    "WHERE name LIKE 'oam\\_read\\_%'").fetchone()
+        assert prepared is not None and prepared[0] >= 2
+        with store_as(pool, seeded, dds.context("bob")) as bob:
+            for _ in range(3):
+                assert content(bob, "a1") is None
+                assert content(bob, "b1") == "memory b1 of bob"
+                assert {m.id for m in bob.list("memory", limit=20)} == {"b1", "b2", "b3", "g1",
+                                                                          "g2"}
+                with bob.transaction():
+                    assert content(bob, "a2") is None
+                    assert content(bob, "a3") is None
+        assert backend_pid(pool) == pid  # one connection served both users
+        assert assertion_left(pool) in ((None,), ("",))
+
+
+def test_the_same_read_on_one_connection_answers_from_each_store(dds: Any, seeded: Seeded
+                                                                 ) -> None:
+    """The prepared-read map is keyed by the statement text: two stores' reads of the same id
+    on one connection each answer from their own table."""
+    other = seed(dds)
+    with psycopg.connect(dds.owner_url) as conn:
+        conn.execute(sql.SQL("UPDATE {} SET content = 'other store' WHERE id = 'a1'").format(
+            other.table("memory")))
+    with one_connection_pool(dds) as pool:
+        for _ in range(3):
+            with store_as(pool, seeded, dds.context("alice")) as first:
+                assert content(first, "a1") == "memory a1 of alice"
+            with store_as(pool, other, dds.context("alice")) as second:
+                assert content(second, "a1") == "other store"
+
+
+def test_a_read_failing_mid_flight_leaves_no_context_and_the_next_read_works(
+        dds: Any, seeded: Seeded) -> None:
+    """The owner holds the memory table locked: the flight's BEGIN and apply succeed, the read
+    (its preparation, or the execution of one prepared before) fails on the lock timeout. The
+    connection then carries no assertion and no prepared-statement entry the server skipped."""
+    with one_connection_pool(dds) as pool:
+        with pool.connection() as conn:  # the pool's session-level setting, not the caller's
+            conn.autocommit = True
+            conn.execute("SET lock_timeout = '200ms'")
+        with store_as(pool, seeded, dds.context("alice")) as alice:
+            assert content(alice, "a1") == "memory a1 of alice"  # prepared on this connection
+            for read in (lambda: content(alice, "a2"),  # prepared before: its execution fails
+                         lambda: alice.list("memory", record_id="a3")):  # a new shape: parse
+                with psycopg.connect(dds.owner_url) as owner:
+                    owner.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(
+                        seeded.table("memory")))
+                    with pytest.raises(Exception, match="lock"):
+                        read()
+                    assert assertion_left(pool) in ((None,), ("",))
+                # The lock is gone: the same reads work on the same pool.
+                assert content(alice, "a2") == "memory a2 of alice"
+                assert [m.id for m in alice.list("memory", record_id="a3")] == ["a3"]
+            assert content(alice, "b1") is None
+
+
+@pytest.mark.parametrize("setting", ["SET row_security = off",
+                                     "SET default_transaction_read_only = on",
+                                     "SET DateStyle = 'SQL, DMY'"])
+def test_a_session_setting_left_on_the_pooled_connection_is_refused(
+        dds: Any, seeded: Seeded, setting: str) -> None:
+    with one_connection_pool(dds) as pool, store_as(pool, seeded, dds.context("alice")) as alice:
+        assert content(alice, "a1") == "memory a1 of alice"  # positive control
+        pid = backend_pid(pool)
+        with pool.connection() as conn:
+            conn.autocommit = True
+            conn.execute(setting)
+        with pytest.raises(SecurityContextError):
+            content(alice, "a1")
+        assert backend_pid(pool) != pid  # the refused connection was discarded
+        assert content(alice, "a1") == "memory a1 of alice"
