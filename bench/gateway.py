@@ -93,8 +93,8 @@ from dds import AUDIENCE, GROUP, IDP, ISSUER, OWNER, DdsEnvironment, setup_envir
 from floor import FloorSettings, FloorStudy, floor_process, study_floor  # noqa: E402
 from floor_app import PIPELINES  # noqa: E402
 from http_load import request_bytes, run_load  # noqa: E402
-from oam_gateway.rest_memories import memory  # noqa: E402
-from oam_gateway.tenants import shared_embedder  # noqa: E402
+from oam_gateway.rest.memories import memory  # noqa: E402
+from oam_gateway.tenancy.tenants import shared_embedder  # noqa: E402
 from oracleagentmemory.core import OracleAgentMemory, OracleDBMemoryStore, SchemaPolicy  # noqa: E402
 from oracleagentmemory.core.deepsec import (  # noqa: E402
     IdentityProviderUser,

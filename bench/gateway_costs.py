@@ -45,8 +45,8 @@ from _cpu import cpu_since, own_cpu, server_pid, tree_cpu  # noqa: E402
 from _embedded import bench_server  # noqa: E402
 from dds import AUDIENCE, GROUP, IDP, setup_environment  # noqa: E402
 from oam_gateway.app import create_app  # noqa: E402
-from oam_gateway.rest_memories import memory  # noqa: E402
-from oam_gateway.settings import load_settings  # noqa: E402
+from oam_gateway.config.settings import load_settings  # noqa: E402
+from oam_gateway.rest.memories import memory  # noqa: E402
 from oracleagentmemory.core import OracleAgentMemory  # noqa: E402
 from oracleagentmemory.core.deepsec import (  # noqa: E402
     IdentityProviderUser,

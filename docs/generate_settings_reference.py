@@ -1,8 +1,9 @@
 """Generate ``docs/gateway-settings.md``, the gateway's settings reference, from its models.
 
-The tables list every field of :class:`~oam_gateway.settings.GatewaySettings`,
-:class:`~oam_gateway.tenant_settings.TenantSettings`, :class:`~oam_gateway.limits.LimitSettings`
-and :class:`~oam_gateway.telemetry.TelemetrySettings`: type, allowed values, default,
+The tables list every field of :class:`~oam_gateway.config.settings.GatewaySettings`,
+:class:`~oam_gateway.config.tenant_settings.TenantSettings`,
+:class:`~oam_gateway.config.limits.LimitSettings` and
+:class:`~oam_gateway.observability.telemetry.TelemetrySettings`: type, allowed values, default,
 environment variable and description (the field's docstring in the model, else a note kept
 below). A field without either stops the generator, so a new setting cannot go undocumented.
 
@@ -25,12 +26,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import annotated_types
-from oam_gateway import settings as settings_module
-from oam_gateway.limits import LimitSettings
-from oam_gateway.oracle_settings import DatabaseAccessTokenSettings, OracleDatabaseSettings
-from oam_gateway.settings import ENV_PREFIX, GatewaySettings
-from oam_gateway.telemetry import TelemetrySettings
-from oam_gateway.tenant_settings import TenantSettings
+from oam_gateway.config import settings as settings_module
+from oam_gateway.config.limits import LimitSettings
+from oam_gateway.config.oracle_settings import DatabaseAccessTokenSettings, OracleDatabaseSettings
+from oam_gateway.config.settings import ENV_PREFIX, GatewaySettings
+from oam_gateway.config.tenant_settings import TenantSettings
+from oam_gateway.observability.telemetry import TelemetrySettings
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined

@@ -20,8 +20,8 @@ from typing import Any, Literal
 import pytest
 import uvicorn
 from joserfc import jwt
-from oam_gateway.request_log import AUDIT_LOGGER_NAME
-from oam_gateway.settings import GatewaySettings
+from oam_gateway.config.settings import GatewaySettings
+from oam_gateway.middleware.request_log import AUDIT_LOGGER_NAME
 from oracleagentmemory.devissuer import DevIssuer
 from pydantic import SecretStr
 from starlette.types import ASGIApp

@@ -23,8 +23,8 @@ import psycopg
 from dds import AUDIENCE, GROUP, IDP, ISSUER, DdsEnvironment
 from gateway_harness import live_server
 from oam_gateway.app import create_app
-from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
-from oam_gateway.settings import GatewaySettings
+from oam_gateway.config.settings import GatewaySettings
+from oam_gateway.errors.problems import PROBLEM_CONTENT_TYPE, problem_type
 from psycopg import sql
 from pydantic import SecretStr
 from starlette.types import ASGIApp

@@ -25,8 +25,8 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from oam_gateway.cli import DEV_ISSUER
-from oam_gateway.dev_state import DevState
-from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
+from oam_gateway.dev.state import DevState
+from oam_gateway.errors.problems import PROBLEM_CONTENT_TYPE, problem_type
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
 from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
 from oracleagentmemory.core.deepsec.audit import (

@@ -11,7 +11,7 @@ import threading
 
 _EMIT = textwrap.dedent("""
     import json, sys, threading
-    from oam_gateway.request_log import audit_log, configure_audit_log
+    from oam_gateway.middleware.request_log import audit_log, configure_audit_log
 
     configure_audit_log()
     emitted_on = threading.get_ident()
@@ -40,7 +40,7 @@ def test_no_event_means_no_output() -> None:
 
 def test_the_logging_call_does_not_write_the_line() -> None:
     """The handler on the audit logger queues; the stream is written by the listener."""
-    from oam_gateway.request_log import audit_log, configure_audit_log
+    from oam_gateway.middleware.request_log import audit_log, configure_audit_log
 
     class Recording:
         def __init__(self) -> None:

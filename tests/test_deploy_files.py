@@ -1,6 +1,6 @@
 """The deployment files under ``deploy/`` and the settings reference stay true to the gateway.
 
-The example settings load with :func:`oam_gateway.settings.load_settings` (secrets from the
+The example settings load with :func:`oam_gateway.config.settings.load_settings` (secrets from the
 environment, as deployed), the compose file and Kubernetes manifests parse and agree with the
 image and the settings (probes, non-root, secret paths), ``docs/gateway-settings.md`` is the
 generator's current output, and the Dockerfile runs the gateway as a non-root user. The image
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from oam_gateway.settings import ENV_PREFIX, GatewaySettings, load_settings
+from oam_gateway.config.settings import ENV_PREFIX, GatewaySettings, load_settings
 from pydantic import ValidationError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -280,9 +280,9 @@ def test_settings_reference_is_current() -> None:
 
 
 def test_settings_reference_lists_every_field() -> None:
-    from oam_gateway.limits import LimitSettings
-    from oam_gateway.telemetry import TelemetrySettings
-    from oam_gateway.tenant_settings import TenantSettings
+    from oam_gateway.config.limits import LimitSettings
+    from oam_gateway.config.tenant_settings import TenantSettings
+    from oam_gateway.observability.telemetry import TelemetrySettings
 
     text = _generator().render()
     for name in GatewaySettings.model_fields:

@@ -27,7 +27,7 @@ else:  # pragma: no cover
 
 import pytest
 import sqlglot
-from oam_gateway.tenant_settings import TenantSettings
+from oam_gateway.config.tenant_settings import TenantSettings
 from oracleagentmemory.admin_cli.main import build_parser
 from sqlglot import exp
 

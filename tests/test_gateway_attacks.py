@@ -23,9 +23,9 @@ import psycopg
 import pytest
 from dds import IDP, OWNER, DdsEnvironment
 from gateway_live import LiveGateway, live_gateway, problem
-from oam_gateway.endpoints import MAX_BODY_DEPTH
-from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
-from oam_gateway.views import record_view, relation_view
+from oam_gateway.errors.problems import PROBLEM_CONTENT_TYPE, problem_type
+from oam_gateway.rest.endpoints import MAX_BODY_DEPTH
+from oam_gateway.rest.views import record_view, relation_view
 
 RECORD_TYPES = ("memory", "fact", "preference", "guideline", "message", "thread",
                 "user_profile")

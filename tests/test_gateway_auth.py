@@ -24,8 +24,8 @@ from gateway_harness import live_server as harness_server
 from joserfc import jwt
 from joserfc.jwk import OctKey
 from oam_gateway.app import create_app
-from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
-from oam_gateway.settings import GatewaySettings
+from oam_gateway.config.settings import GatewaySettings
+from oam_gateway.errors.problems import PROBLEM_CONTENT_TYPE, problem_type
 from oracleagentmemory.devissuer import DevIssuer
 from pydantic import SecretStr, ValidationError
 from starlette.applications import Starlette

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from dds import DdsEnvironment
 from gateway_live import live_gateway, memory_row_locked
-from oam_gateway.telemetry import instrument_database, uninstrument_database
+from oam_gateway.observability.telemetry import instrument_database, uninstrument_database
 from oracleagentmemory.engines.postgres.event_loop import (
     BridgedConnection,
     BridgedPool,

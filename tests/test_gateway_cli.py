@@ -34,8 +34,8 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import KeySet
 from oam_gateway.cli import DEV_ISSUER
-from oam_gateway.dev_flow import flow_lines
-from oam_gateway.dev_state import DevState, login_url
+from oam_gateway.dev.flow import flow_lines
+from oam_gateway.dev.state import DevState, login_url
 from oracleagentmemory.devissuer import DevIssuer
 
 GATEWAY = shutil.which("oam-gateway") or str(Path(sys.executable).parent / "oam-gateway")

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 from dds import IDP, OWNER, DdsEnvironment
-from oam_gateway.context_cache import CONTEXT_REUSE_SECONDS, ContextCache
-from oam_gateway.postgres_tenant import PostgresContexts, postgres_runtime
-from oam_gateway.principal import Principal
-from oam_gateway.tenant_settings import TenantSettings
+from oam_gateway.config.tenant_settings import TenantSettings
+from oam_gateway.tenancy.context_cache import CONTEXT_REUSE_SECONDS, ContextCache
+from oam_gateway.tenancy.postgres_tenant import PostgresContexts, postgres_runtime
+from oam_gateway.tenancy.principal import Principal
 from pydantic import SecretStr
 
 

@@ -21,13 +21,13 @@ from fake_identity_provider import (
     FakeIdentityProvider,
     basic_credentials,
 )
-from oam_gateway.db_access_token import (
+from oam_gateway.config.oracle_settings import DatabaseAccessTokenSettings
+from oam_gateway.tenancy.db_access_token import (
     ClientCredentialsTokenProvider,
     DatabaseAccessTokenError,
     DatabaseAccessTokenRejected,
     DatabaseAccessTokenUnavailable,
 )
-from oam_gateway.oracle_settings import DatabaseAccessTokenSettings
 from oracleagentmemory.errors import DatabaseUnavailableError
 from pydantic import SecretStr, ValidationError
 

@@ -1,7 +1,7 @@
 """The gateway's request limits over real HTTP: body size (413), rate (429), time (504).
 
 Most tests serve small test-only routes inside the gateway's own middleware stack
-(:func:`oam_gateway.stack.build_stack`), so each limit has an exact positive control; the
+(:func:`oam_gateway.middleware.stack.build_stack`), so each limit has an exact positive control; the
 last ones call the real app of :func:`oam_gateway.app.create_app`.
 """
 
@@ -23,9 +23,9 @@ from gateway_harness import (
     token_for,
 )
 from oam_gateway.app import create_app
-from oam_gateway.auth import TokenVerifier
-from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
-from oam_gateway.stack import build_stack
+from oam_gateway.auth.verifier import TokenVerifier
+from oam_gateway.errors.problems import PROBLEM_CONTENT_TYPE, problem_type
+from oam_gateway.middleware.stack import build_stack
 from oracleagentmemory.devissuer import DevIssuer
 from starlette.applications import Starlette
 from starlette.requests import Request

@@ -29,7 +29,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import ProtectedResourceMetadata
 from mcp_types import CallToolResult
-from oam_gateway.problems import problem_type
+from oam_gateway.errors.problems import problem_type
 
 T = TypeVar("T")
 

@@ -22,7 +22,7 @@ import pytest
 from dds import DdsEnvironment
 from gateway_live import LiveGateway, live_gateway
 from mcp_types import InitializeResult, Tool
-from oam_gateway.limits import LimitSettings
+from oam_gateway.config.limits import LimitSettings
 from test_gateway_mcp import Tools, mcp_tools, with_tools
 
 LIMITS = LimitSettings(max_k=37, max_query_chars=999, max_page_size=77, default_page_size=7,

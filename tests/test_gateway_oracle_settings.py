@@ -18,15 +18,15 @@ from typing import Any
 import oracledb
 import pytest
 from fake_identity_provider import CLIENT_ID, CLIENT_SECRET, SCOPE, FakeIdentityProvider
-from oam_gateway.oracle_pool import pool_arguments
-from oam_gateway.oracle_settings import OracleDatabaseSettings, dsn_uses_tls
-from oam_gateway.oracle_tenant import OracleContexts, oracle_runtime
-from oam_gateway.postgres_tenant import PostgresContexts
-from oam_gateway.principal import Principal
-from oam_gateway.settings import GatewaySettings
-from oam_gateway.tenant_runtime import TenantRuntime
-from oam_gateway.tenant_settings import TenantSettings
-from oam_gateway.tenants import Tenants
+from oam_gateway.config.oracle_settings import OracleDatabaseSettings, dsn_uses_tls
+from oam_gateway.config.settings import GatewaySettings
+from oam_gateway.config.tenant_settings import TenantSettings
+from oam_gateway.tenancy.oracle_pool import pool_arguments
+from oam_gateway.tenancy.oracle_tenant import OracleContexts, oracle_runtime
+from oam_gateway.tenancy.postgres_tenant import PostgresContexts
+from oam_gateway.tenancy.principal import Principal
+from oam_gateway.tenancy.tenant_runtime import TenantRuntime
+from oam_gateway.tenancy.tenants import Tenants
 from oracleagentmemory.engines.oracle.worker_pool import WorkerThreadPool
 from oracleagentmemory.engines.oracle.worker_pool import create_pool as create_oracle_pool
 from oracleagentmemory.engines.postgres.event_loop_pool import EventLoopPool
@@ -309,7 +309,7 @@ def test_contexts_carry_the_fetched_token_and_are_reused(idp: FakeIdentityProvid
 
 def test_a_rejected_gateway_secret_fails_the_request_not_the_caller(
         idp: FakeIdentityProvider) -> None:
-    from oam_gateway.db_access_token import DatabaseAccessTokenRejected
+    from oam_gateway.tenancy.db_access_token import DatabaseAccessTokenRejected
 
     oracle = _oracle(access_token=_access_token(token_url=idp.token_url,
                                                 client_secret="wrong-secret"))
@@ -401,7 +401,7 @@ def test_a_request_reaches_the_oracle_tenant_through_the_gateway(
 
 def test_a_settings_file_names_an_oracle_tenant_beside_a_postgresql_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from oam_gateway.settings import load_settings
+    from oam_gateway.config.settings import load_settings
 
     (tmp_path / "client-secret").write_text(CLIENT_SECRET, encoding="utf-8")
     toml = tmp_path / "gateway.toml"
@@ -473,7 +473,7 @@ def test_callers_are_named_as_the_oracle_database_names_them(
     ORA_END_USER_CONTEXT.username for that caller (else the data grants' owner predicate would
     refuse every insert and hide every row)."""
     from gateway_harness import AUDIENCE, ISSUER, make_issuer, token_for
-    from oam_gateway.auth import TokenVerifier
+    from oam_gateway.auth.verifier import TokenVerifier
 
     issuer, jwks_file = make_issuer(tmp_path)
     settings = GatewaySettings(oracle=OracleDatabaseSettings(**_oracle()),
@@ -487,7 +487,7 @@ def test_callers_are_named_as_the_oracle_database_names_them(
 
 def test_a_subject_that_names_no_oracle_end_user_is_refused(tmp_path: Path) -> None:
     from gateway_harness import AUDIENCE, ISSUER, make_issuer, token_for
-    from oam_gateway.auth import TokenRejected, TokenVerifier
+    from oam_gateway.auth.verifier import TokenRejected, TokenVerifier
 
     issuer, jwks_file = make_issuer(tmp_path)
     settings = GatewaySettings(oracle=OracleDatabaseSettings(**_oracle()),

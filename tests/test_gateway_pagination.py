@@ -14,7 +14,7 @@ import httpx
 import pytest
 from dds import IDP, DdsEnvironment
 from gateway_live import LiveGateway, live_gateway
-from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
+from oam_gateway.errors.problems import PROBLEM_CONTENT_TYPE, problem_type
 
 Between = Callable[[], None]
 

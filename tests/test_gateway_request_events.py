@@ -26,9 +26,9 @@ from gateway_harness import (
     wait_for,
 )
 from oam_gateway.app import create_app
-from oam_gateway.auth import TokenVerifier
-from oam_gateway.request_events import event_of
-from oam_gateway.stack import build_stack
+from oam_gateway.auth.verifier import TokenVerifier
+from oam_gateway.middleware.stack import build_stack
+from oam_gateway.observability.request_events import event_of
 from oracleagentmemory.devissuer import DevIssuer
 from starlette.applications import Starlette
 from starlette.requests import Request

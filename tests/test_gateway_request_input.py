@@ -26,8 +26,8 @@ from dds import AUDIENCE, GROUP, ISSUER, OWNER, DdsEnvironment
 from gateway_live import VECTOR_DIM, LiveGateway, gateway_settings, live_gateway, problem, serve
 from joserfc import jws
 from oam_gateway.app import create_app
-from oam_gateway.models import MAX_ID_LENGTH, MAX_TTL_DAYS
-from oam_gateway.problems import problem_type
+from oam_gateway.errors.problems import problem_type
+from oam_gateway.rest.models import MAX_ID_LENGTH, MAX_TTL_DAYS
 from oracleagentmemory.core import MemoryRetentionConfig
 from psycopg import sql
 

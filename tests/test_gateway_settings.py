@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from oam_gateway.settings import ASYMMETRIC_ALGORITHMS, GatewaySettings, load_settings
+from oam_gateway.config.settings import ASYMMETRIC_ALGORITHMS, GatewaySettings, load_settings
 from pydantic import SecretStr, ValidationError
 
 DB_SECRET = "postgresql://runtime:s3cret-db-password@db.internal/oam"

@@ -26,12 +26,17 @@ from gateway_harness import (
     token_for,
     wait_for,
 )
-from oam_gateway import stack, telemetry
 from oam_gateway.app import create_app
-from oam_gateway.auth import TokenVerifier
-from oam_gateway.request_events import event_of
-from oam_gateway.stack import build_stack
-from oam_gateway.telemetry import TelemetrySettings, operation_span, tracer_provider_for
+from oam_gateway.auth.verifier import TokenVerifier
+from oam_gateway.middleware import stack
+from oam_gateway.middleware.stack import build_stack
+from oam_gateway.observability import telemetry
+from oam_gateway.observability.request_events import event_of
+from oam_gateway.observability.telemetry import (
+    TelemetrySettings,
+    operation_span,
+    tracer_provider_for,
+)
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

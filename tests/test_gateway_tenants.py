@@ -12,9 +12,9 @@ import pytest
 from dds import AUDIENCE, GROUP, IDP, ISSUER, OWNER, DdsEnvironment
 from gateway_live import BOTH_SCOPES, VECTOR_DIM, serve
 from oam_gateway.app import create_app
-from oam_gateway.problems import problem_type
-from oam_gateway.settings import GatewaySettings
-from oam_gateway.tenant_settings import TenantSettings
+from oam_gateway.config.settings import GatewaySettings
+from oam_gateway.config.tenant_settings import TenantSettings
+from oam_gateway.errors.problems import problem_type
 from pydantic import SecretStr, ValidationError
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dds import DdsEnvironment
 from gateway_live import live_gateway, memory_row_locked
-from oam_gateway.problems import problem_type
+from oam_gateway.errors.problems import problem_type
 
 
 def test_a_write_answered_504_is_not_committed_later(dds: DdsEnvironment,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from oam_gateway.principal import Principal
-from oam_gateway.token_cache import VerifiedTokenCache
+from oam_gateway.auth.token_cache import VerifiedTokenCache
+from oam_gateway.tenancy.principal import Principal
 
 
 class Clock:

@@ -20,7 +20,7 @@ import pytest
 from dds import AUDIENCE, GROUP, IDP, ISSUER, OWNER, RUNTIME, DdsEnvironment
 from gateway_live import VECTOR_DIM, gateway_settings, serve
 from oam_gateway.app import create_app
-from oam_gateway.problems import problem_type
+from oam_gateway.errors.problems import problem_type
 from oracleagentmemory.devissuer import DevIssuer
 from oracleagentmemory.engines.postgres import deepsec_admin
 from pydantic import SecretStr

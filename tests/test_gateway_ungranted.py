@@ -10,7 +10,7 @@ import httpx
 import pytest
 from dds import AUDIENCE, GROUP, DdsEnvironment
 from gateway_live import BOTH_SCOPES, LiveGateway, live_gateway
-from oam_gateway.problems import PROBLEM_CONTENT_TYPE, problem_type
+from oam_gateway.errors.problems import PROBLEM_CONTENT_TYPE, problem_type
 
 NOT_GRANTED = ("no data role of this memory store granted to the end user (directly or through "
                "one of their groups) allows this write")

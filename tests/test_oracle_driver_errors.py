@@ -144,7 +144,7 @@ def test_the_end_users_refusal_is_told_apart_from_the_deployments(
         exc: oracledb.Error, deployment_fault: bool) -> None:
     """Only a refused end-user token is the caller's fault (a gateway answers 401 for it); no
     TLS, no server support, the service's own token or privilege are the deployment's (500)."""
-    from oam_gateway.sdk_problems import STATUS_OF_CODE
+    from oam_gateway.errors.sdk_problems import STATUS_OF_CODE
 
     typed = translate(exc)
     assert isinstance(typed, SecurityContextError)

@@ -4,7 +4,7 @@
 ``Retry-After`` when not), ``/openapi.json`` and ``/docs`` are open. Every path under ``/v1``
 passes the bearer-token middleware first, which fails closed: a request without a verified
 principal never reaches a route. Each route runs the SDK inside the caller's end-user security
-context (:mod:`oam_gateway.endpoints`). Errors are RFC 9457 problem documents.
+context (:mod:`oam_gateway.rest.endpoints`). Errors are RFC 9457 problem documents.
 """
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from oam_gateway.auth import TokenRejected, TokenVerifier
-from oam_gateway.endpoints import Endpoint, RequestRefused, route_handler
-from oam_gateway.health import RETRY_AFTER_SECONDS
-from oam_gateway.mcp_server import McpGateway
-from oam_gateway.middleware_auth import PROTECTED_PREFIX, challenge
-from oam_gateway.openapi import docs_page, openapi_document
-from oam_gateway.problems import problem_response
-from oam_gateway.rest import ENDPOINTS
-from oam_gateway.sdk_problems import sdk_problem
-from oam_gateway.settings import GatewaySettings
-from oam_gateway.stack import build_stack
-from oam_gateway.tenants import Tenants
+from oam_gateway.auth.verifier import TokenRejected, TokenVerifier
+from oam_gateway.config.settings import GatewaySettings
+from oam_gateway.errors.problems import problem_response
+from oam_gateway.errors.sdk_problems import sdk_problem
+from oam_gateway.mcp.server import McpGateway
+from oam_gateway.middleware.bearer import PROTECTED_PREFIX, challenge
+from oam_gateway.middleware.stack import build_stack
+from oam_gateway.rest.endpoints import Endpoint, RequestRefused, route_handler
+from oam_gateway.rest.openapi import docs_page, openapi_document
+from oam_gateway.rest.routes import ENDPOINTS
+from oam_gateway.tenancy.health import RETRY_AFTER_SECONDS
+from oam_gateway.tenancy.tenants import Tenants
 from oam_gateway.version import gateway_version
 
 _log = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ from pathlib import Path
 from starlette.applications import Starlette
 
 from oam_gateway.app import create_app
-from oam_gateway.request_log import configure_audit_log
-from oam_gateway.settings import load_settings
+from oam_gateway.config.settings import load_settings
+from oam_gateway.middleware.request_log import configure_audit_log
 
 SETTINGS_FILE_ENV = "OAM_GATEWAY_SETTINGS_FILE"
 """The settings file of every worker (unset: the environment alone)."""

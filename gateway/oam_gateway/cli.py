@@ -2,7 +2,7 @@
 
 ``oam-gateway serve --settings FILE`` serves the gateway the settings describe (a TOML file,
 overridden by ``OAM_GATEWAY_*`` environment variables). ``oam-gateway dev`` starts the embedded
-database, provisions a demo tenant on it through the admin identity (``oam_gateway.dev_provision``),
+database, provisions a demo tenant on it through the admin identity (``oam_gateway.dev.provision``),
 serves it on 127.0.0.1 trusting a local development token issuer, and prints ``curl`` lines with
 tokens of the demo users; its key and the tenant's secrets stay in ``--state-dir``. It binds its
 port before anything else, and on Ctrl+C stops the embedded database if it started it (else
@@ -28,10 +28,10 @@ from oracleagentmemory.engines.postgres.driver_classes import DriverError
 from oracleagentmemory.errors import OracleAgentMemoryError
 from pydantic import SecretStr
 
-from oam_gateway.dev_running import announce, running_devs, withdraw
-from oam_gateway.dev_state import DevState, default_state_dir
-from oam_gateway.request_log import configure_audit_log
-from oam_gateway.settings import GatewaySettings, load_settings
+from oam_gateway.config.settings import GatewaySettings, load_settings
+from oam_gateway.dev.running import announce, running_devs, withdraw
+from oam_gateway.dev.state import DevState, default_state_dir
+from oam_gateway.middleware.request_log import configure_audit_log
 
 DEV_ISSUER = "https://dev-issuer.oam.local"
 DEV_AUDIENCE = "oam-gateway-dev"
@@ -45,7 +45,7 @@ def _progress(message: str) -> None:
 
 def dev_settings(runtime_url: str, state: DevState, issuer_id: str) -> GatewaySettings:
     """Settings of the development gateway: the demo tenant, the dev issuer's keys."""
-    from oam_gateway import dev_provision as demo
+    from oam_gateway.dev import provision as demo
 
     return GatewaySettings(
         database_url=SecretStr(runtime_url), memory_store_id=demo.MEMORY_STORE_ID,
@@ -125,10 +125,10 @@ def _provision_and_serve(args: argparse.Namespace, state: DevState, issuer: DevI
     import uvicorn
     from oracleagentmemory import embedded
 
-    from oam_gateway import dev_provision
     from oam_gateway.app import create_app
-    from oam_gateway.dev_flow import flow_lines
-    from oam_gateway.tenants import shared_embedder
+    from oam_gateway.dev import provision as dev_provision
+    from oam_gateway.dev.flow import flow_lines
+    from oam_gateway.tenancy.tenants import shared_embedder
 
     try:
         started = time.monotonic()

@@ -1,0 +1,86 @@
+"""The per-end-user rate limit: each tenant's user gets :attr:`LimitSettings.rate_limit`.
+
+Counted with the ``limits`` package's async API, keyed by the verified principal's tenant and
+user name, so it runs after :class:`~oam_gateway.middleware.bearer.BearerAuthMiddleware`. A
+request without a principal (a probe, an unauthenticated request the authentication already
+refused) is not counted. Over the limit the answer is 429 ``rate-limited`` with
+``Retry-After`` and the IETF ``RateLimit`` / ``RateLimit-Policy`` headers.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from urllib.parse import quote
+
+import limits
+from limits.aio.strategies import (
+    FixedWindowRateLimiter,
+    MovingWindowRateLimiter,
+    RateLimiter,
+    SlidingWindowCounterRateLimiter,
+)
+from limits.storage import storage_from_string
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from oam_gateway.config.limits import LimitSettings, RateLimitStrategy
+from oam_gateway.errors.problems import problem_response
+from oam_gateway.middleware.bearer import PRINCIPAL_SCOPE_KEY
+from oam_gateway.tenancy.principal import Principal
+
+UNLIMITED_PATHS = frozenset({"/healthz", "/readyz"})
+"""Probes are never rate limited."""
+
+_STRATEGIES: dict[RateLimitStrategy, type[RateLimiter]] = {
+    "fixed-window": FixedWindowRateLimiter,
+    "moving-window": MovingWindowRateLimiter,
+    "sliding-window-counter": SlidingWindowCounterRateLimiter,
+}
+
+
+def rate_limiter_for(settings: LimitSettings) -> RateLimiter:
+    """The limiter of ``settings``: its strategy over its (async) storage."""
+    uri = settings.rate_limit_storage_uri
+    storage = storage_from_string(uri if uri.startswith("async+") else f"async+{uri}")
+    return _STRATEGIES[settings.rate_limit_strategy](storage)
+
+
+class RateLimitMiddleware:
+    """Answers 429 when the request's end user has used up one of ``items``."""
+
+    def __init__(self, app: ASGIApp, items: list[limits.RateLimitItem],
+                 limiter: RateLimiter) -> None:
+        self._app = app
+        self._items = items
+        self._limiter = limiter
+        self._policy = ", ".join(f'"{_policy_name(item)}";q={item.amount};'
+                                 f"w={item.get_expiry()}" for item in items)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        principal = scope.get(PRINCIPAL_SCOPE_KEY)
+        if (scope["type"] != "http" or not isinstance(principal, Principal)
+                or scope["path"] in UNLIMITED_PATHS):
+            await self._app(scope, receive, send)
+            return
+        key = (quote(principal.tenant, safe=""), quote(principal.user_name, safe=""))
+        for item in self._items:
+            if not await self._limiter.hit(item, *key):
+                await self._refuse(item, key, scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+    async def _refuse(self, item: limits.RateLimitItem, key: tuple[str, str], scope: Scope,
+                      receive: Receive, send: Send) -> None:
+        stats = await self._limiter.get_window_stats(item, *key)
+        retry_after = max(1, math.ceil(stats.reset_time - time.time()))
+        headers = {"Retry-After": str(retry_after),
+                   "RateLimit-Policy": self._policy,
+                   "RateLimit": f'"{_policy_name(item)}";r={stats.remaining};t={retry_after}'}
+        response = problem_response(429, "rate-limited",
+                                    f"the rate limit of {item} per user is used up; retry "
+                                    f"in {retry_after} seconds", headers=headers)
+        await response(scope, receive, send)
+
+
+def _policy_name(item: limits.RateLimitItem) -> str:
+    return f"{item.amount}-per-{item.get_expiry()}s"

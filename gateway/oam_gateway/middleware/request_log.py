@@ -1,0 +1,154 @@
+"""One audit event per request, as one JSON line on the logger ``oam_gateway.audit``.
+
+:class:`RequestLogMiddleware` puts a fresh
+:class:`~oam_gateway.observability.request_events.RequestEvent` in the scope before the
+application runs (the route fills the operation, record ids and result count), and when the
+request is over emits it with the tenant and end user of the verified principal, the response
+status and outcome, the trace id, the method and the route template. Refused requests leave an
+event too (a 401 has no end user). Events hold no contents, queries, tokens or user text.
+
+An event looks like::
+
+    {"time": "2026-01-02T03:04:05.678Z", "tenant": "acme", "end_user": "idp:alice",
+     "operation": "memories.get", "record_ids": ["m1"], "result_count": 1, "status": 200,
+     "outcome": "success", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "method": "GET",
+     "route": "/v1/memories/{memory_id}", "duration_ms": 3.1}
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import logging.handlers
+import queue
+import re
+import sys
+import time
+from datetime import datetime, timezone
+from typing import IO
+
+from opentelemetry import trace
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from oam_gateway.middleware.bearer import PRINCIPAL_SCOPE_KEY
+from oam_gateway.middleware.matched_route import matched_route
+from oam_gateway.observability.request_events import EVENT_SCOPE_KEY, RequestEvent
+from oam_gateway.tenancy.principal import Principal
+
+AUDIT_LOGGER_NAME = "oam_gateway.audit"
+audit_log = logging.getLogger(AUDIT_LOGGER_NAME)
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+
+
+def outcome_of(status: int | None) -> str:
+    """``success`` (below 400), ``denied`` (401, 403), ``client-error``, ``server-error``, or
+    ``incomplete`` (no response was sent: the client went away)."""
+    if status is None:
+        return "incomplete"
+    if status < 400:
+        return "success"
+    if status in (401, 403):
+        return "denied"
+    return "client-error" if status < 500 else "server-error"
+
+
+class RequestLogMiddleware:
+    """Emits the audit event of every HTTP request when its response is over."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        started_at = time.time()
+        started = time.perf_counter()
+        root_path = scope.get("root_path", "")
+        event = RequestEvent()
+        scope[EVENT_SCOPE_KEY] = event
+        status: int | None = None
+
+        async def status_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        failed = False
+        try:
+            await self._app(scope, receive, status_send)
+        except Exception:
+            failed = True  # the server answers 500 (unless it had started another response)
+            raise
+        finally:
+            if audit_log.isEnabledFor(logging.INFO):
+                if status is None and failed:
+                    status = 500
+                audit_log.info(_event_line(scope, event, status, started_at,
+                                           time.perf_counter() - started, root_path))
+
+
+def _event_line(scope: Scope, event: RequestEvent, status: int | None, started_at: float,
+                seconds: float, root_path: str) -> str:
+    principal = scope.get(PRINCIPAL_SCOPE_KEY)
+    tenant, end_user = event.tenant, event.end_user
+    if event.status is not None:
+        status = event.status
+    if isinstance(principal, Principal):
+        tenant = tenant or principal.tenant
+        end_user = end_user or principal.user_name
+    return json.dumps({
+        "time": datetime.fromtimestamp(started_at, timezone.utc).isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z"),
+        "tenant": tenant, "end_user": end_user, "operation": event.operation,
+        "record_ids": list(event.record_ids), "result_count": event.result_count,
+        "status": status, "outcome": outcome_of(status), "trace_id": _trace_id(scope),
+        "method": scope.get("method"), "route": matched_route(scope, root_path),
+        "duration_ms": round(seconds * 1000, 3),
+    }, separators=(",", ":"))
+
+
+def _trace_id(scope: Scope) -> str | None:
+    """The request span's trace id; untraced, the caller's ``traceparent`` trace id."""
+    context = trace.get_current_span().get_span_context()
+    if context.is_valid:
+        return trace.format_trace_id(context.trace_id)
+    for key, value in scope["headers"]:
+        if key == b"traceparent":
+            match = _TRACEPARENT.match(bytes(value).decode("latin-1").strip())
+            if match and match.group(1) != "0" * 32:
+                return match.group(1)
+    return None
+
+
+def configure_audit_log(stream: IO[str] | None = None) -> logging.Handler:
+    """Write audit events, one JSON line each, to ``stream`` (standard output by default).
+
+    For ``oam-gateway serve``: without a handler at level INFO, events are dropped. The request
+    only puts its event on a queue (:class:`logging.handlers.QueueHandler`); a listener thread
+    writes and flushes the lines, so the event loop never waits on the stream. The listener
+    drains the queue when the process exits normally (``atexit``), so no event is lost then.
+    """
+    writer = logging.StreamHandler(stream or sys.stdout)
+    writer.setFormatter(logging.Formatter("%(message)s"))
+    events: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    handler = _EventQueueHandler(events)
+    listener = logging.handlers.QueueListener(events, writer)
+    listener.start()
+    atexit.register(listener.stop)
+    audit_log.addHandler(handler)
+    audit_log.setLevel(logging.INFO)
+    audit_log.propagate = False
+    return handler
+
+
+class _EventQueueHandler(logging.handlers.QueueHandler):
+    """Queues an audit record as it is: its message is a finished JSON line with no
+    arguments and no exception, so the copy and formatting of ``QueueHandler.prepare`` would
+    only cost time on the event loop."""
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        return record
