@@ -6,6 +6,7 @@ contexts, after a positive control showing the attack's step does what it claims
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from dds import OWNER
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
+from oracleagentmemory.engines.postgres.event_loop_pool import EventLoopPool
 from oracleagentmemory.errors import SecurityContextError
 from psycopg import sql
 from psycopg_pool import ConnectionPool
@@ -170,3 +172,131 @@ def test_a_session_setting_left_on_the_pooled_connection_is_refused(
             content(alice, "a1")
         assert backend_pid(pool) != pid  # the refused connection was discarded
         assert content(alice, "a1") == "memory a1 of alice"
+
+
+def owner_memory_rows(dds: Any, seeded: Seeded, memory_id: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(dds.owner_url) as conn:
+        return [tuple(r) for r in conn.execute(sql.SQL(
+            "SELECT user_id, content FROM {} WHERE id = %s ORDER BY user_id").format(
+            seeded.table("memory")), [memory_id]).fetchall()]
+
+
+def test_a_write_after_a_blocks_leading_read_never_reaches_a_row_recreated_for_another_user(
+        dds: Any) -> None:
+    """A block's leading read ends its own transaction; between it and the block's write the
+    record is deleted and an id-equal record of bob's created: alice's update and delete in
+    the block must not touch bob's row."""
+    fresh = seed(dds)
+    with one_connection_pool(dds) as pool, store_as(pool, fresh, dds.context("alice")) as alice:
+        with alice.transaction():  # positive control: read then write, nothing in between
+            assert content(alice, "a2") == "memory a2 of alice"
+            assert alice.update("memory", "a2", content="alice changed a2") == 1
+        assert owner_memory_rows(dds, fresh, "a2") == [("alice", "alice changed a2")]
+        with alice.transaction():
+            assert content(alice, "a1") == "memory a1 of alice"
+            with psycopg.connect(dds.owner_url) as owner:  # another session, in between
+                owner.execute(sql.SQL("UPDATE {} SET user_id = 'bob', content = 'bob''s a1' "
+                                      "WHERE id = 'a1'").format(fresh.table("memory")))
+            assert alice.update("memory", "a1", content="alice overwrote it") == 0
+        with alice.transaction():
+            assert content(alice, "a1") is None
+            assert alice.delete("memory", "a1") == 0
+    assert owner_memory_rows(dds, fresh, "a1") == [("bob", "bob's a1")]
+
+
+def found_ids(store: OracleDBMemoryStore, **kwargs: Any) -> set[str]:
+    hits = store.search(None, 20, query_vector=[1.0, 0.1, 0.0], record_types=["memory"],
+                        **kwargs)
+    return {record.id for record, _ in hits}
+
+
+def test_compiled_search_rounds_shared_on_one_connection_answer_each_user_and_store(
+        dds: Any, seeded: Seeded) -> None:
+    """The round's SQL is compiled once per shape and prepared per connection; users and
+    stores that share it on one connection each get only their own rows."""
+    other = seed(dds)
+    with psycopg.connect(dds.owner_url) as conn:
+        conn.execute(sql.SQL("DELETE FROM {} WHERE id = 'a2'").format(other.table("memory")))
+    mine = {"alice": {"a1", "a2", "a3"}, "bob": {"b1", "b2", "b3"}}
+    with one_connection_pool(dds) as pool:
+        for _ in range(3):  # the second time, every round is prepared on the connection
+            for user in ("alice", "bob"):
+                with store_as(pool, seeded, dds.context(user)) as store:
+                    assert found_ids(store) == mine[user] | {"g1", "g2"}
+                    assert found_ids(store, user_id=user, exact_user_match=True) == mine[user]
+                    other_user = "bob" if user == "alice" else "alice"
+                    assert found_ids(store, user_id=other_user, exact_user_match=True) == set()
+            with store_as(pool, other, dds.context("alice")) as store:
+                assert found_ids(store, user_id="alice", exact_user_match=True) == {"a1", "a3"}
+
+
+@pytest.mark.parametrize("user_id", ["alice' OR '1'='1", "alice%s", "%s", "alice\\", "$1"])
+def test_a_search_user_id_with_sql_characters_matches_nothing(
+        dds: Any, seeded: Seeded, user_id: str) -> None:
+    with one_connection_pool(dds) as pool, store_as(pool, seeded, dds.context("alice")) as store:
+        assert found_ids(store, user_id="alice", exact_user_match=True) == {"a1", "a2", "a3"}
+        assert found_ids(store, user_id=user_id, exact_user_match=True) == set()
+        # Not exact: the id only ranks; row security still keeps bob's rows out.
+        assert found_ids(store, user_id=user_id) == {"a1", "a2", "a3", "g1", "g2"}
+
+
+@pytest.mark.parametrize("metadata_filter", [
+    {"k'; DROP TABLE x; --": "v"},
+    {"%s": "%s"},
+    {"k%%s": ["%s", "$1"]},
+    {"k": {"%s": "%"}},
+])
+def test_a_hostile_metadata_filter_is_bound_in_search_and_lists(
+        dds: Any, seeded: Seeded, metadata_filter: dict[str, Any]) -> None:
+    with one_connection_pool(dds) as pool, store_as(pool, seeded, dds.context("alice")) as store:
+        assert found_ids(store) == {"a1", "a2", "a3", "g1", "g2"}  # positive control
+        assert found_ids(store, metadata_filter=metadata_filter) == set()
+        assert store.list("memory", metadata_filter=metadata_filter) == []
+        assert content(store, "a1") == "memory a1 of alice"
+
+
+def test_a_request_cancelled_in_the_one_flight_read_leaves_nothing_behind(
+        dds: Any, seeded: Seeded) -> None:
+    """The gateway's bridge: a request whose one-flight read waits on a locked table is
+    cancelled (its timeout) at that wait; the connection is closed, nothing of the context
+    survives, and the next request reads on a fresh connection."""
+    loop_pool = EventLoopPool(dds.runtime_url, name="attack-review-23", min_size=1, max_size=1,
+                              timeout_seconds=5.0)
+    loop_pool.open()
+    loop_pool.pool.wait()
+    try:
+        with store_as(loop_pool.pool, seeded, dds.context("alice")) as alice:
+            assert asyncio.run(loop_pool.run(content, alice, "a1")) == "memory a1 of alice"
+            pid = backend_pid(loop_pool.pool)
+
+            async def cancelled_read() -> None:
+                with pytest.raises(asyncio.TimeoutError):
+                    await asyncio.wait_for(loop_pool.run(content, alice, "a2"), 0.5)
+
+            with psycopg.connect(dds.owner_url) as owner:
+                owner.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(
+                    seeded.table("memory")))
+                asyncio.run(cancelled_read())
+            assert asyncio.run(loop_pool.run(content, alice, "a2")) == "memory a2 of alice"
+            assert backend_pid(loop_pool.pool) != pid
+            assert assertion_left(loop_pool.pool) in ((None,), ("",))
+    finally:
+        loop_pool.close()
+
+
+def test_reads_prepared_before_the_owner_alters_a_column_type_are_prepared_again(
+        dds: Any) -> None:
+    """A named read prepared before the owner changed a selected column's type fails on the
+    server ("cached plan must not change result type"); the connection must not keep failing
+    every later read of every user (psycopg's own prepared statements recover on rollback)."""
+    fresh = seed(dds)
+    with one_connection_pool(dds) as pool, store_as(pool, fresh, dds.context("alice")) as alice:
+        assert content(alice, "a1") == "memory a1 of alice"  # prepared on this connection
+        pid = backend_pid(pool)
+        with psycopg.connect(dds.owner_url) as owner:
+            owner.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN content TYPE varchar").format(
+                fresh.table("memory")))
+        for _ in range(3):
+            assert content(alice, "a1") == "memory a1 of alice"
+        assert content(alice, "b1") is None
+        assert backend_pid(pool) == pid

@@ -140,9 +140,11 @@ class ContextTransaction:
         self.used = True
         try:
             return _read_in_one_flight(self.conn, self.security, self.assertion, statements)
-        except psycopg.errors.InvalidSqlStatementName:
+        except (psycopg.errors.InvalidSqlStatementName, psycopg.errors.FeatureNotSupported):
             # A statement prepared here is gone (a rollback through psycopg deallocates every
-            # statement of the session; so does DEALLOCATE ALL): prepare them again, once.
+            # statement of the session; so does DEALLOCATE ALL), or no longer fits its table
+            # ("cached plan must not change result type" after the owner altered a column's
+            # type, which would fail it on this connection for good): prepare them again, once.
             _PREPARED.pop(self.conn, None)
             return _read_in_one_flight(self.conn, self.security, self.assertion, statements)
 
