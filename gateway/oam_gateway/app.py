@@ -80,7 +80,7 @@ def create_app(settings: GatewaySettings, verifier: TokenVerifier | None = None,
         tenants.open()
         try:
             async with mcp.run():
-                freeze_start_up_objects()
+                _freeze_start_up_objects()
                 yield
         finally:
             await asyncio.to_thread(tenants.close)
@@ -100,7 +100,7 @@ def create_app(settings: GatewaySettings, verifier: TokenVerifier | None = None,
     return app
 
 
-def freeze_start_up_objects() -> None:
+def _freeze_start_up_objects() -> None:
     """Move what start-up built (modules, settings, the OpenAPI document, models) out of the
     garbage collector's reach: later collections, run as requests allocate, then scan only
     what requests create, not the long-lived objects again and again (:func:`gc.freeze`)."""

@@ -17,6 +17,8 @@ from oam_gateway.app import create_app
 from oam_gateway.config.settings import load_settings
 from oam_gateway.middleware.request_log import configure_audit_log
 
+__all__ = ["SETTINGS_FILE_ENV", "app_from_environment"]
+
 SETTINGS_FILE_ENV = "OAM_GATEWAY_SETTINGS_FILE"
 """The settings file of every worker (unset: the environment alone)."""
 

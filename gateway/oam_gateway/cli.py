@@ -33,6 +33,8 @@ from oam_gateway.dev.running import announce, running_devs, withdraw
 from oam_gateway.dev.state import DevState, default_state_dir
 from oam_gateway.middleware.request_log import configure_audit_log
 
+__all__ = ["DEFAULT_SCOPE", "DEV_AUDIENCE", "DEV_ISSUER", "PRINTED_TOKEN_SECONDS", "main"]
+
 DEV_ISSUER = "https://dev-issuer.oam.local"
 DEV_AUDIENCE = "oam-gateway-dev"
 DEFAULT_SCOPE = "memory:read memory:write"
@@ -43,7 +45,7 @@ def _progress(message: str) -> None:
     print(f"oam-gateway dev: {message}", file=sys.stderr, flush=True)
 
 
-def dev_settings(runtime_url: str, state: DevState, issuer_id: str) -> GatewaySettings:
+def _dev_settings(runtime_url: str, state: DevState, issuer_id: str) -> GatewaySettings:
     """Settings of the development gateway: the demo tenant, the dev issuer's keys."""
     from oam_gateway.dev import provision as demo
 
@@ -91,7 +93,7 @@ def _leave_database(data_dir: Path, was_running: bool) -> None:
     _progress(f"stopped the embedded database in {data_dir}")
 
 
-def run_dev(args: argparse.Namespace) -> int:
+def _run_dev(args: argparse.Namespace) -> int:
     """Bind the port, start the embedded database, provision the demo tenant, serve it until
     interrupted; then stop the database if this run started it."""
     from oracleagentmemory import embedded
@@ -145,7 +147,7 @@ def _provision_and_serve(args: argparse.Namespace, state: DevState, issuer: DevI
     except (OracleAgentMemoryError, DriverError, OSError) as error:
         _progress(f"failed: {error}")
         return 1
-    settings = dev_settings(tenant.runtime_url, state, issuer.issuer)
+    settings = _dev_settings(tenant.runtime_url, state, issuer.issuer)
     base = f"http://127.0.0.1:{args.port}"
     tokens = {user: issuer.token(user, audience=DEV_AUDIENCE, groups=groups,
                                  lifetime_seconds=PRINTED_TOKEN_SECONDS, scope=DEFAULT_SCOPE)
@@ -161,7 +163,7 @@ def _provision_and_serve(args: argparse.Namespace, state: DevState, issuer: DevI
     return 0 if gateway.started else 1
 
 
-def run_serve(args: argparse.Namespace) -> int:
+def _run_serve(args: argparse.Namespace) -> int:
     """Serve the gateway of the settings file (or the environment) until interrupted."""
     import uvicorn
 
@@ -214,7 +216,7 @@ def _token_state(given: str | None) -> DevState | None:
     return DevState(default_state_dir())
 
 
-def run_token(args: argparse.Namespace) -> int:
+def _run_token(args: argparse.Namespace) -> int:
     """Print a development token for ``--user`` (a demo user's groups unless ``--group``),
     signed with the key of the running ``dev`` or of ``--state-dir``; never makes a key."""
     state = _token_state(args.state_dir)
@@ -234,7 +236,7 @@ def run_token(args: argparse.Namespace) -> int:
     return 0
 
 
-def parser() -> argparse.ArgumentParser:
+def _parser() -> argparse.ArgumentParser:
     """The command line of ``oam-gateway``."""
     top = argparse.ArgumentParser(prog="oam-gateway",
                                   description="The secure gateway of Oracle AI Agent Memory.")
@@ -284,6 +286,6 @@ def _positive_seconds(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``oam-gateway``."""
-    args = parser().parse_args(argv)
-    handler = {"serve": run_serve, "dev": run_dev, "token": run_token}[args.command]
+    args = _parser().parse_args(argv)
+    handler = {"serve": _run_serve, "dev": _run_dev, "token": _run_token}[args.command]
     return handler(args)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from importlib import metadata
 
+__all__ = ["DISTRIBUTION", "gateway_version"]
+
 DISTRIBUTION = "oam-secure-gateway"
 
 

@@ -20,6 +20,8 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from oracleagentmemory.errors import InvalidArgumentError
 
+__all__ = ["MAX_JWKS_BYTES", "FileKeys", "KeySource", "KeysUnavailable", "RemoteKeys"]
+
 MAX_JWKS_BYTES = 1 << 20
 
 
@@ -41,7 +43,7 @@ class FileKeys:
     """Keys read once from a JWKS file."""
 
     def __init__(self, path: Path) -> None:
-        self._keys = key_set_from_document(_read_json(path), str(path))
+        self._keys = _key_set_from_document(_read_json(path), str(path))
 
     async def current(self) -> KeySet:
         return self._keys
@@ -95,12 +97,12 @@ class RemoteKeys:
         if response.status_code != 200 or len(response.content) > MAX_JWKS_BYTES:
             raise KeysUnavailable(f"the JWKS URL answered {response.status_code}")
         try:
-            return key_set_from_document(response.json(), "the JWKS URL's document")
+            return _key_set_from_document(response.json(), "the JWKS URL's document")
         except (ValueError, InvalidArgumentError) as error:
             raise KeysUnavailable("the JWKS URL's document is not a JWKS") from error
 
 
-def key_set_from_document(document: object, origin: str) -> KeySet:
+def _key_set_from_document(document: object, origin: str) -> KeySet:
     """The keys of a JWKS document (``{"keys": [...]}``); ``origin`` names it in errors."""
     if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
         raise InvalidArgumentError(f"{origin} is not a JWKS document", argument="jwks")

@@ -18,6 +18,9 @@ from starlette.types import Scope
 
 from oam_gateway.tenancy.principal import READ_SCOPE, WRITE_SCOPE
 
+__all__ = ["MCP_METADATA_PATH", "MCP_PATH", "SCOPES_SUPPORTED", "WELL_KNOWN_PATH", "is_mcp_path",
+           "metadata_routes", "resource_metadata", "resource_metadata_parameter"]
+
 MCP_PATH = "/mcp"
 WELL_KNOWN_PATH = "/.well-known/oauth-protected-resource"
 MCP_METADATA_PATH = WELL_KNOWN_PATH + MCP_PATH
@@ -29,7 +32,7 @@ def is_mcp_path(path: str) -> bool:
     return path == MCP_PATH or path.startswith(MCP_PATH + "/")
 
 
-def base_url(scope: Scope) -> str:
+def _base_url(scope: Scope) -> str:
     """The gateway's URL as the request reached it (no trailing slash)."""
     return str(Request(scope).base_url).rstrip("/")
 
@@ -38,7 +41,7 @@ def resource_metadata_parameter(scope: Scope) -> str:
     """The ``resource_metadata`` auth-param of a 401 on ``/mcp`` (empty for other paths)."""
     if not is_mcp_path(scope["path"]):
         return ""
-    return f', resource_metadata="{base_url(scope)}{MCP_METADATA_PATH}"'
+    return f', resource_metadata="{_base_url(scope)}{MCP_METADATA_PATH}"'
 
 
 def resource_metadata(resource: str, issuer: str) -> dict[str, object]:
@@ -52,10 +55,10 @@ def metadata_routes(issuer: str) -> Sequence[Route]:
     """The metadata of ``/mcp`` and of the gateway as a whole (both open, like any discovery)."""
 
     async def mcp_metadata(request: Request) -> Response:
-        return JSONResponse(resource_metadata(base_url(request.scope) + MCP_PATH, issuer))
+        return JSONResponse(resource_metadata(_base_url(request.scope) + MCP_PATH, issuer))
 
     async def gateway_metadata(request: Request) -> Response:
-        return JSONResponse(resource_metadata(base_url(request.scope), issuer))
+        return JSONResponse(resource_metadata(_base_url(request.scope), issuer))
 
     return (Route(MCP_METADATA_PATH, mcp_metadata, methods=["GET"]),
             Route(WELL_KNOWN_PATH, gateway_metadata, methods=["GET"]))

@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 from oam_gateway.tenancy.principal import Principal
 
+__all__ = ["VerifiedTokenCache"]
+
 
 class VerifiedTokenCache:
     """Principals of verified tokens, until each token expires; at most ``max_entries``."""

@@ -28,6 +28,8 @@ from oam_gateway.tenancy.oracle_tenant import database_user_name
 from oam_gateway.tenancy.principal import Principal
 from oam_gateway.tenancy.unstorable_text import describe, unstorable_character
 
+__all__ = ["BEARER_PREFIX", "TokenRejected", "TokenVerifier", "UnknownSigningKey"]
+
 BEARER_PREFIX = "bearer "
 
 
@@ -48,7 +50,7 @@ class UnknownSigningKey(TokenRejected):
     """The token names (or needs) a key the verifier does not hold: worth one key refetch."""
 
 
-def key_source(settings: GatewaySettings) -> KeySource:
+def _key_source(settings: GatewaySettings) -> KeySource:
     """The key source the settings name: the JWKS file, else the JWKS URL."""
     if settings.jwks_file is not None:
         return FileKeys(settings.jwks_file)
@@ -81,7 +83,7 @@ class TokenVerifier:
     @classmethod
     def from_settings(cls, settings: GatewaySettings) -> TokenVerifier:
         """A verifier with the keys the settings name."""
-        return cls(key_source(settings), settings)
+        return cls(_key_source(settings), settings)
 
     async def verify_header(self, authorization: str | None) -> Principal:
         """The principal of an ``Authorization`` header value; :class:`TokenRejected` if none."""

@@ -13,6 +13,8 @@ from typing import Literal
 import limits
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+__all__ = ["LimitSettings", "RateLimitStrategy"]
+
 RateLimitStrategy = Literal["fixed-window", "moving-window", "sliding-window-counter"]
 
 

@@ -37,6 +37,9 @@ from urllib.parse import urlsplit
 from oracleagentmemory.errors import InvalidArgumentError
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+__all__ = ["ENTRA_DEFAULT_SCOPE_SUFFIX", "DatabaseAccessTokenSettings", "OracleDatabaseSettings",
+           "TokenProviderName", "dsn_uses_tls"]
+
 TokenProviderName = Literal["oci_iam", "entra_id"]
 
 ENTRA_DEFAULT_SCOPE_SUFFIX = "/.default"
@@ -46,7 +49,7 @@ ENTRA_DEFAULT_SCOPE_SUFFIX = "/.default"
 _TNS_ALIAS = re.compile(r"[A-Za-z][\w.$#-]*")
 
 
-def read_secret(value: SecretStr | None, file: Path | None, argument: str) -> str | None:
+def _read_secret(value: SecretStr | None, file: Path | None, argument: str) -> str | None:
     """The secret given inline or in ``file`` (stripped); ``None`` when neither is given."""
     if value is not None:
         return value.get_secret_value()
@@ -59,7 +62,7 @@ def read_secret(value: SecretStr | None, file: Path | None, argument: str) -> st
     return text
 
 
-def secure_token_url(url: str) -> bool:
+def _secure_token_url(url: str) -> bool:
     """Whether ``url`` is ``https`` (``http`` to a loopback address only: local tests)."""
     parts = urlsplit(url)
     if parts.scheme == "https":
@@ -112,7 +115,7 @@ class DatabaseAccessTokenSettings(BaseModel):
         if (self.client_secret is None) == (self.client_secret_file is None):
             raise ValueError("give client_secret or client_secret_file (one of them) for the "
                              "database access token")
-        if not secure_token_url(self.token_url):
+        if not _secure_token_url(self.token_url):
             raise ValueError("token_url must be https (http only to a loopback address)")
         if self.provider == "entra_id" and (
                 len(self.scope.split()) != 1
@@ -125,7 +128,7 @@ class DatabaseAccessTokenSettings(BaseModel):
 
     def client_secret_value(self) -> str:
         """The client secret, from the setting or its file."""
-        secret = read_secret(self.client_secret, self.client_secret_file, "client_secret")
+        secret = _read_secret(self.client_secret, self.client_secret_file, "client_secret")
         assert secret is not None  # the validator requires one of them
         return secret
 
@@ -187,8 +190,8 @@ class OracleDatabaseSettings(BaseModel):
 
     def wallet_password_value(self) -> str | None:
         """The wallet password, from the setting or its file (``None`` when not given)."""
-        return read_secret(self.wallet_password, self.wallet_password_file, "wallet_password")
+        return _read_secret(self.wallet_password, self.wallet_password_file, "wallet_password")
 
     def password_value(self) -> str | None:
         """The pool account's password, from the setting or its file (``None``: token login)."""
-        return read_secret(self.password, self.password_file, "password")
+        return _read_secret(self.password, self.password_file, "password")

@@ -44,6 +44,8 @@ from oam_gateway.config.tenant_settings import (
 )
 from oam_gateway.observability.telemetry import TelemetrySettings
 
+__all__ = ["ASYMMETRIC_ALGORITHMS", "ENV_PREFIX", "Algorithm", "GatewaySettings", "load_settings"]
+
 Algorithm = Literal["RS256", "ES256", "EdDSA", "Ed25519", "HS256"]
 """The signature algorithms the gateway can accept (``none`` is never one of them)."""
 

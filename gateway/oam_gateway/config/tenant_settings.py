@@ -26,6 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from oam_gateway.config.oracle_settings import OracleDatabaseSettings
 
+__all__ = ["EmbedderChoice", "EndUserMode", "SearchStrategyName", "TenantSettings"]
+
 EndUserMode = Literal["vouched", "local", "token"]
 EmbedderChoice = Literal["wordllama", "hashing", "none"]
 SearchStrategyName = Literal["vector", "keyword", "hybrid"]

@@ -32,6 +32,10 @@ from oracleagentmemory.errors import InvalidArgumentError, MemoryStoreSchemaErro
 
 from oam_gateway.dev.state import DevState, login_url
 
+__all__ = ["APPLICATION", "DEMO_USERS", "GROUP", "IDENTITY_PROVIDER", "MEMORY_STORE_ID", "POLICIES",
+           "POLICY_ADMINISTRATOR", "RUNTIME_LOGIN", "SCHEMA_OWNER", "VECTOR_DIM", "DemoTenant",
+           "Progress", "provision"]
+
 SCHEMA_OWNER = "oam_demo"
 POLICY_ADMINISTRATOR = "oam_demo_admin"
 RUNTIME_LOGIN = "oam_demo_rt"

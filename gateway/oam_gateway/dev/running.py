@@ -19,8 +19,10 @@ import platformdirs
 
 from oam_gateway.dev.state import write_private
 
+__all__ = ["RunningDev", "announce", "running_devs", "withdraw"]
 
-def running_dir() -> Path:
+
+def _running_dir() -> Path:
     """Where the running ``dev`` processes are recorded (a per-user directory)."""
     return Path(platformdirs.user_data_dir("oam-gateway")) / "dev-running"
 
@@ -55,8 +57,8 @@ def _written_by_me(record: Path) -> bool:
 def announce(base: str, state_dir: Path) -> Path:
     """Record this process as a ``dev`` serving ``base`` from ``state_dir``; returns the record
     (remove it with :func:`withdraw` when serving ends)."""
-    running_dir().mkdir(mode=0o700, parents=True, exist_ok=True)  # others may not add records
-    record = running_dir() / f"{os.getpid()}.json"
+    _running_dir().mkdir(mode=0o700, parents=True, exist_ok=True)  # others may not add records
+    record = _running_dir() / f"{os.getpid()}.json"
     write_private(record, json.dumps({"pid": os.getpid(), "base": base,
                                       "state_dir": str(state_dir.resolve())}))
     return record
@@ -70,7 +72,7 @@ def withdraw(record: Path) -> None:
 def running_devs() -> list[RunningDev]:
     """The ``dev`` processes serving now, by process id."""
     found = []
-    for record in sorted(running_dir().glob("*.json")):
+    for record in sorted(_running_dir().glob("*.json")):
         try:
             if not _written_by_me(record):
                 continue  # planted: another user's file, or a link to one

@@ -24,6 +24,9 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import platformdirs
 from oracleagentmemory.devissuer import DevIssuer
 
+__all__ = ["ADMIN_PASSFILE", "APP_TOKEN_FILE", "JWKS_FILE", "RUNTIME_PASSFILE", "USERS_FILE",
+           "DevState", "default_state_dir", "login_url", "write_private"]
+
 JWKS_FILE = "jwks.json"
 APP_TOKEN_FILE = "app-token"
 RUNTIME_PASSFILE = "runtime.pgpass"

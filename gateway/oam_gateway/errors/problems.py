@@ -12,6 +12,9 @@ from collections.abc import Mapping
 
 from starlette.responses import Response
 
+__all__ = ["PROBLEM_CONTENT_TYPE", "PROBLEM_TYPES", "TYPE_PREFIX", "problem_response",
+           "problem_type"]
+
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 TYPE_PREFIX = "tag:oracleagentmemory.gateway,2026:problem/"
 

@@ -16,6 +16,8 @@ from starlette.responses import Response
 from oam_gateway.errors.problems import PROBLEM_TYPES, problem_response
 from oam_gateway.tenancy.health import RETRY_AFTER_SECONDS
 
+__all__ = ["STATUS_OF_CODE", "sdk_problem"]
+
 _log = logging.getLogger(__name__)
 
 STATUS_OF_CODE: dict[str, int] = {
@@ -44,7 +46,7 @@ _HIDDEN_DETAIL = {500: "the gateway failed to answer", 502: "a model service fai
 """Server-side failures answer a fixed detail: their messages may name internals."""
 
 
-def slug_of(error: OracleAgentMemoryError) -> str:
+def _slug_of(error: OracleAgentMemoryError) -> str:
     """The problem slug of an SDK error (its code, hyphenated)."""
     return error.code.replace("_", "-")
 

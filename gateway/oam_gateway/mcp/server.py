@@ -40,13 +40,15 @@ from oam_gateway.rest.routes import ENDPOINTS
 from oam_gateway.tenancy.tenants import Tenants
 from oam_gateway.version import gateway_version
 
+__all__ = ["INSTRUCTIONS", "SERVER_NAME", "McpGateway"]
+
 SERVER_NAME = "oracle-agent-memory"
 INSTRUCTIONS = ("Long-term memory of the signed-in user: search it before answering, add what is "
                 "worth remembering, keep conversations in threads. Every tool acts for the "
                 "user of the bearer token only.")
 
 
-async def name_the_operation(ctx: ServerRequestContext[Any, Any],
+async def _name_the_operation(ctx: ServerRequestContext[Any, Any],
                              call_next: CallNext) -> HandlerResult:
     """MCP middleware: the request's audit event names the MCP method (``mcp.<tool>`` for a
     tool call), and a tool error the ``mcp`` package raised itself (an unknown tool) carries a
@@ -71,7 +73,7 @@ async def name_the_operation(ctx: ServerRequestContext[Any, Any],
     return result
 
 
-def check_arguments(tools: Sequence[Tool]) -> ServerMiddleware[Any]:
+def _check_arguments(tools: Sequence[Tool]) -> ServerMiddleware[Any]:
     """MCP middleware: a call of one of ``tools`` whose arguments break its input schema
     answers, before the tool runs, the tool error of a 400 ``invalid-request`` problem naming
     each bad argument and the rule it breaks."""
@@ -94,7 +96,7 @@ def check_arguments(tools: Sequence[Tool]) -> ServerMiddleware[Any]:
     return check
 
 
-def mcp_server(runner: ToolRunner, version: str) -> MCPServer[Any]:
+def _mcp_server(runner: ToolRunner, version: str) -> MCPServer[Any]:
     """The MCP server of the tools of ``runner``'s operations, reporting ``version``."""
     tools = build_tools(runner)
     # MCPServer() calls logging.basicConfig (a handler and level INFO on the root logger);
@@ -104,7 +106,7 @@ def mcp_server(runner: ToolRunner, version: str) -> MCPServer[Any]:
     try:
         server: MCPServer[Any] = MCPServer(
             SERVER_NAME, instructions=INSTRUCTIONS, version=version, tools=tools,
-            middleware=[name_the_operation, check_arguments(tools)],
+            middleware=[_name_the_operation, _check_arguments(tools)],
             warn_on_duplicate_tools=True)
     finally:
         root.handlers[:] = handlers
@@ -119,7 +121,7 @@ class McpGateway:
                  endpoints: Sequence[Endpoint] = ENDPOINTS) -> None:
         runner = ToolRunner({e.operation: e for e in endpoints}, tenants, settings.limits,
                             settings.require_scopes)
-        self.server = mcp_server(runner, gateway_version())
+        self.server = _mcp_server(runner, gateway_version())
         # Stateless with JSON answers: no session to pin to a replica, no stream to keep open.
         # The token is a header (no ambient credential), so DNS rebinding gains an attacker
         # nothing; behind a load balancer the Host is not known in advance.

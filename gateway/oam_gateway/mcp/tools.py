@@ -40,6 +40,8 @@ from oam_gateway.rest.endpoints import (
 from oam_gateway.tenancy.principal import Principal
 from oam_gateway.tenancy.tenants import Tenants
 
+__all__ = ["MCP_INSTANCE", "OTEL_CONTEXT_SCOPE_KEY", "ToolCall", "ToolRunner", "tool_error"]
+
 _log = logging.getLogger(__name__)
 
 OTEL_CONTEXT_SCOPE_KEY = "oam.otel_context"
@@ -102,7 +104,7 @@ class ToolRunner:
         if problem is not None:
             event.status = problem.status_code  # the audit event tells the tool's outcome
             return tool_error(problem)
-        return tool_result(_json(response) if response.body else
+        return _tool_result(_json(response) if response.body else
                            {"deleted": event.result_count or 0})
 
     async def _answer(self, request: Request, operation: str, path: Mapping[str, str],
@@ -132,7 +134,7 @@ def _json(response: Response) -> dict[str, Any]:
     return value
 
 
-def tool_result(value: dict[str, Any]) -> CallToolResult:
+def _tool_result(value: dict[str, Any]) -> CallToolResult:
     """A successful tool result: ``value`` as structured content and as JSON text."""
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(value))],
                           structured_content=value)

@@ -51,6 +51,9 @@ from oam_gateway.rest.models import (
 from oam_gateway.rest.search import SEARCH_SCOPE_NOTE
 from oam_gateway.rest.threads import THREAD_AGENT_NOTE
 
+__all__ = ["ADDS", "MEMORY_ID", "READS", "RELATION_ID", "REPLACES", "THREAD_ID", "ToolFunction",
+           "build_tools"]
+
 ToolFunction = Callable[..., Coroutine[Any, Any, CallToolResult]]
 
 READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -66,7 +69,7 @@ THREAD_ID = "The thread's id (as create_thread or list_threads answered it)."
 RELATION_ID = "The relation's id (as add_relation or list_relations answered it)."
 
 
-def body_field(model: type[BaseModel], name: str, *, note: str = "", **bounds: Any) -> Any:
+def _body_field(model: type[BaseModel], name: str, *, note: str = "", **bounds: Any) -> Any:
     """The tool argument for the field ``name`` of the REST body ``model``: the field's
     description (and ``note``), its constraints and schema extras (a query's ``pattern``), and
     ``bounds`` (pydantic ``Field`` bounds)."""
@@ -99,21 +102,21 @@ def build_tools(runner: ToolRunner) -> list[Tool]:
         return {name: value for name, value in values.items() if value is not None}
 
     async def search(
-        query: Annotated[str, body_field(SearchIn, "query",
+        query: Annotated[str, _body_field(SearchIn, "query",
                                          max_length=limits.max_query_chars)],
         ctx: Context,
-        k: Annotated[int, body_field(SearchIn, "k", le=limits.max_k)] = 10,
+        k: Annotated[int, _body_field(SearchIn, "k", le=limits.max_k)] = 10,
         record_types: Annotated[list[RecordTypeName] | None,
-                                body_field(SearchIn, "record_types")] = None,
-        thread_id: Annotated[Id | None, body_field(SearchIn, "thread_id")] = None,
-        agent_id: Annotated[Id | None, body_field(SearchIn, "agent_id")] = None,
-        metadata_filter: Annotated[dict[str, Any] | None, body_field(
+                                _body_field(SearchIn, "record_types")] = None,
+        thread_id: Annotated[Id | None, _body_field(SearchIn, "thread_id")] = None,
+        agent_id: Annotated[Id | None, _body_field(SearchIn, "agent_id")] = None,
+        metadata_filter: Annotated[dict[str, Any] | None, _body_field(
             SearchIn, "metadata_filter",
             note=f"At most {limits.max_filter_depth} levels deep.")] = None,
-        num_hops: Annotated[int, body_field(SearchIn, "num_hops")] = 0,
+        num_hops: Annotated[int, _body_field(SearchIn, "num_hops")] = 0,
         include_invalid_results: Annotated[
-            bool, body_field(SearchIn, "include_invalid_results")] = False,
-        formatted: Annotated[bool, body_field(SearchIn, "formatted")] = False,
+            bool, _body_field(SearchIn, "include_invalid_results")] = False,
+        formatted: Annotated[bool, _body_field(SearchIn, "formatted")] = False,
     ) -> Annotated[CallToolResult, SearchOut]:
         """Search the user's memories (and other records) for a query, best first. With
         formatted, the answer also holds the results as prompt text."""
@@ -123,15 +126,15 @@ def build_tools(runner: ToolRunner) -> list[Tool]:
             include_invalid_results=include_invalid_results, formatted=formatted))
 
     async def add_memory(
-        content: Annotated[str, body_field(MemoryIn, "content")],
+        content: Annotated[str, _body_field(MemoryIn, "content")],
         ctx: Context,
-        memory_type: Annotated[MemoryType, body_field(MemoryIn, "memory_type")] = "memory",
-        memory_id: Annotated[PathId | None, body_field(MemoryIn, "memory_id")] = None,
-        thread_id: Annotated[Id | None, body_field(MemoryIn, "thread_id")] = None,
-        agent_id: Annotated[Id | None, body_field(MemoryIn, "agent_id")] = None,
-        metadata: Annotated[Metadata | None, body_field(MemoryIn, "metadata")] = None,
-        timestamp: Annotated[str | None, body_field(MemoryIn, "timestamp")] = None,
-        ttl_days: Annotated[TtlDays | None, body_field(MemoryIn, "ttl_days")] = None,
+        memory_type: Annotated[MemoryType, _body_field(MemoryIn, "memory_type")] = "memory",
+        memory_id: Annotated[PathId | None, _body_field(MemoryIn, "memory_id")] = None,
+        thread_id: Annotated[Id | None, _body_field(MemoryIn, "thread_id")] = None,
+        agent_id: Annotated[Id | None, _body_field(MemoryIn, "agent_id")] = None,
+        metadata: Annotated[Metadata | None, _body_field(MemoryIn, "metadata")] = None,
+        timestamp: Annotated[str | None, _body_field(MemoryIn, "timestamp")] = None,
+        ttl_days: Annotated[TtlDays | None, _body_field(MemoryIn, "ttl_days")] = None,
     ) -> Annotated[CallToolResult, Record]:
         """Remember something about the user: a memory, fact, preference or guideline."""
         return await runner.run(ctx, "add_memory", "memories.add", body=present(
@@ -148,10 +151,10 @@ def build_tools(runner: ToolRunner) -> list[Tool]:
 
     async def update_memory(
         memory_id: Annotated[str, Field(description=MEMORY_ID)], ctx: Context,
-        content: Annotated[str | None, body_field(MemoryPatch, "content")] = None,
-        metadata: Annotated[Metadata | None, body_field(MemoryPatch, "metadata")] = None,
+        content: Annotated[str | None, _body_field(MemoryPatch, "content")] = None,
+        metadata: Annotated[Metadata | None, _body_field(MemoryPatch, "metadata")] = None,
         status: Annotated[Literal["valid", "invalid"] | None,
-                          body_field(MemoryPatch, "status")] = None,
+                          _body_field(MemoryPatch, "status")] = None,
     ) -> Annotated[CallToolResult, Record]:
         """Change one of the user's memories: its content, its metadata (replaced whole) or its
         status (valid or invalid). What is not given is kept."""
@@ -181,9 +184,9 @@ def build_tools(runner: ToolRunner) -> list[Tool]:
 
     async def create_thread(
         ctx: Context,
-        thread_id: Annotated[PathId | None, body_field(ThreadIn, "thread_id")] = None,
-        agent_id: Annotated[Id | None, body_field(ThreadIn, "agent_id")] = None,
-        metadata: Annotated[Metadata | None, body_field(ThreadIn, "metadata")] = None,
+        thread_id: Annotated[PathId | None, _body_field(ThreadIn, "thread_id")] = None,
+        agent_id: Annotated[Id | None, _body_field(ThreadIn, "agent_id")] = None,
+        metadata: Annotated[Metadata | None, _body_field(ThreadIn, "metadata")] = None,
     ) -> Annotated[CallToolResult, Record]:
         """Start a conversation thread of the user."""
         return await runner.run(ctx, "create_thread", "threads.create", body=present(
@@ -209,7 +212,7 @@ def build_tools(runner: ToolRunner) -> list[Tool]:
 
     async def add_messages(
         thread_id: Annotated[str, Field(description=THREAD_ID)],
-        messages: Annotated[list[MessageIn], body_field(
+        messages: Annotated[list[MessageIn], _body_field(
             MessagesIn, "messages", max_length=limits.max_batch_operations)],
         ctx: Context,
     ) -> Annotated[CallToolResult, Ids]:
@@ -234,26 +237,26 @@ def build_tools(runner: ToolRunner) -> list[Tool]:
         return await runner.run(ctx, "get_profile", "profile.get")
 
     async def set_profile(
-        information: Annotated[str, body_field(ProfileIn, "information")], ctx: Context,
-        metadata: Annotated[Metadata | None, body_field(ProfileIn, "metadata")] = None,
+        information: Annotated[str, _body_field(ProfileIn, "information")], ctx: Context,
+        metadata: Annotated[Metadata | None, _body_field(ProfileIn, "metadata")] = None,
     ) -> Annotated[CallToolResult, Record]:
         """Create or replace the user's profile."""
         return await runner.run(ctx, "set_profile", "profile.put",
                                 body=present(information=information, metadata=metadata))
 
     async def add_relation(
-        source_record_id: Annotated[str, body_field(RelationIn, "source_record_id")],
-        source_record_type: Annotated[MemoryType, body_field(RelationIn,
+        source_record_id: Annotated[str, _body_field(RelationIn, "source_record_id")],
+        source_record_type: Annotated[MemoryType, _body_field(RelationIn,
                                                              "source_record_type")],
-        target_record_id: Annotated[str, body_field(RelationIn, "target_record_id")],
-        target_record_type: Annotated[MemoryType, body_field(RelationIn,
+        target_record_id: Annotated[str, _body_field(RelationIn, "target_record_id")],
+        target_record_type: Annotated[MemoryType, _body_field(RelationIn,
                                                              "target_record_type")],
-        relation_type: Annotated[str, body_field(RelationIn, "relation_type")],
+        relation_type: Annotated[str, _body_field(RelationIn, "relation_type")],
         ctx: Context,
-        opposite_relation_type: Annotated[str | None, body_field(
+        opposite_relation_type: Annotated[str | None, _body_field(
             RelationIn, "opposite_relation_type")] = None,
-        relation_id: Annotated[PathId | None, body_field(RelationIn, "relation_id")] = None,
-        metadata: Annotated[Metadata | None, body_field(RelationIn, "metadata")] = None,
+        relation_id: Annotated[PathId | None, _body_field(RelationIn, "relation_id")] = None,
+        metadata: Annotated[Metadata | None, _body_field(RelationIn, "metadata")] = None,
     ) -> Annotated[CallToolResult, Relation]:
         """Relate two of the user's memories (a directed, typed link)."""
         return await runner.run(ctx, "add_relation", "relations.add", body=present(

@@ -16,6 +16,9 @@ from oam_gateway.errors.problems import problem_response
 from oam_gateway.tenancy.health import RETRY_AFTER_SECONDS
 from oam_gateway.tenancy.principal import Principal
 
+__all__ = ["PRINCIPAL_SCOPE_KEY", "PROTECTED_PREFIX", "REALM", "BearerAuthMiddleware", "challenge",
+           "principal_of"]
+
 PROTECTED_PREFIX = "/v1"
 PRINCIPAL_SCOPE_KEY = "oam.principal"
 REALM = "oam-gateway"

@@ -11,6 +11,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from oam_gateway.errors.problems import problem_response
 
+__all__ = ["BodySizeLimitMiddleware", "BodyTooLarge"]
+
 
 class BodyTooLarge(Exception):
     """Raised into the application when its request body streams past the limit."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
+__all__ = ["ROUTE_SCOPE_KEY", "matched_route"]
+
 ROUTE_SCOPE_KEY = "oam.route"
 
 

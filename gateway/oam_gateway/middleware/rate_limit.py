@@ -28,6 +28,8 @@ from oam_gateway.errors.problems import problem_response
 from oam_gateway.middleware.bearer import PRINCIPAL_SCOPE_KEY
 from oam_gateway.tenancy.principal import Principal
 
+__all__ = ["UNLIMITED_PATHS", "RateLimitMiddleware", "rate_limiter_for"]
+
 UNLIMITED_PATHS = frozenset({"/healthz", "/readyz"})
 """Probes are never rate limited."""
 

@@ -36,13 +36,15 @@ from oam_gateway.middleware.matched_route import matched_route
 from oam_gateway.observability.request_events import EVENT_SCOPE_KEY, RequestEvent
 from oam_gateway.tenancy.principal import Principal
 
+__all__ = ["AUDIT_LOGGER_NAME", "RequestLogMiddleware", "audit_log", "configure_audit_log"]
+
 AUDIT_LOGGER_NAME = "oam_gateway.audit"
 audit_log = logging.getLogger(AUDIT_LOGGER_NAME)
 
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 
 
-def outcome_of(status: int | None) -> str:
+def _outcome_of(status: int | None) -> str:
     """``success`` (below 400), ``denied`` (401, 403), ``client-error``, ``server-error``, or
     ``incomplete`` (no response was sent: the client went away)."""
     if status is None:
@@ -105,7 +107,7 @@ def _event_line(scope: Scope, event: RequestEvent, status: int | None, started_a
         .replace("+00:00", "Z"),
         "tenant": tenant, "end_user": end_user, "operation": event.operation,
         "record_ids": list(event.record_ids), "result_count": event.result_count,
-        "status": status, "outcome": outcome_of(status), "trace_id": _trace_id(scope),
+        "status": status, "outcome": _outcome_of(status), "trace_id": _trace_id(scope),
         "method": scope.get("method"), "route": matched_route(scope, root_path),
         "duration_ms": round(seconds * 1000, 3),
     }, separators=(",", ":"))

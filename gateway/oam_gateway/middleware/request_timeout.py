@@ -13,6 +13,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from oam_gateway.errors.problems import problem_response
 
+__all__ = ["RequestTimeoutMiddleware"]
+
 
 class RequestTimeoutMiddleware:
     """Answers 504 ``request-timeout`` when the response has not started after ``seconds``."""

@@ -20,6 +20,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from oam_gateway.middleware.matched_route import matched_route
 from oam_gateway.observability import telemetry
 
+__all__ = ["UNTRACED_URLS", "RequestTracingMiddleware"]
+
 UNTRACED_URLS = ExcludeList([r"^[a-z]+://[^/]+/(healthz|readyz)(?:[?#]|$)"])
 """Probes make no spans."""
 

@@ -28,6 +28,8 @@ from oam_gateway.middleware.request_timeout import RequestTimeoutMiddleware
 from oam_gateway.middleware.request_tracing import RequestTracingMiddleware
 from oam_gateway.observability.telemetry import tracer_provider_for
 
+__all__ = ["build_stack"]
+
 
 def build_stack(settings: GatewaySettings, verifier: TokenVerifier, *,
                 tracer_provider: TracerProvider | None = None) -> list[Middleware]:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from starlette.requests import Request
 
+__all__ = ["EVENT_SCOPE_KEY", "RequestEvent", "event_of"]
+
 EVENT_SCOPE_KEY = "oam.event"
 
 

@@ -40,6 +40,11 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.util.types import Attributes
 from pydantic import BaseModel, ConfigDict, Field
 
+__all__ = ["REDACTED_ATTRIBUTES", "REDACTED_PREFIXES", "SEMCONV_OPT_IN", "TRACER_NAME",
+           "RedactingSpanProcessor", "TelemetrySettings", "activate", "deactivate",
+           "instrument_database", "operation_span", "tracer_provider_for", "uninstrument_database",
+           "use_stable_conventions"]
+
 SEMCONV_OPT_IN = "OTEL_SEMCONV_STABILITY_OPT_IN"
 """The environment variable that selects the stable HTTP and database conventions."""
 
@@ -116,7 +121,7 @@ class RedactingSpanProcessor(SpanProcessor):
         self._processor.on_start(span, parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
-        self._processor.on_end(redacted(span))
+        self._processor.on_end(_redacted(span))
 
     def shutdown(self) -> None:
         self._processor.shutdown()
@@ -125,7 +130,7 @@ class RedactingSpanProcessor(SpanProcessor):
         return self._processor.force_flush(timeout_millis)
 
 
-def redacted(span: ReadableSpan) -> ReadableSpan:
+def _redacted(span: ReadableSpan) -> ReadableSpan:
     """``span`` without :data:`REDACTED_ATTRIBUTES` (itself when it holds none)."""
     events = span.events
     if not (_needs_redaction(span.attributes) or span.status.description
@@ -170,7 +175,7 @@ def deactivate(token: Token[TracerProvider | None]) -> None:
     _active_provider.reset(token)
 
 
-def active_tracer(name: str = TRACER_NAME) -> trace.Tracer | None:
+def _active_tracer(name: str = TRACER_NAME) -> trace.Tracer | None:
     """The tracer ``name`` of the active provider (``None`` outside a traced request)."""
     provider = _active_provider.get()
     if provider is None:
@@ -189,7 +194,7 @@ def operation_span(operation: str) -> Iterator[None]:
     Its only attribute is ``oam.operation``: never the operation's parameters. A failure sets
     the span's status to error and ``error.type`` to the exception's class, not its message.
     """
-    tracer = active_tracer()
+    tracer = _active_tracer()
     if tracer is None:
         yield
         return
@@ -253,7 +258,7 @@ class _ActiveTracer(trace.Tracer):
         self._name = name
 
     def _tracer(self) -> trace.Tracer:
-        return active_tracer(self._name) or trace.NoOpTracer()
+        return _active_tracer(self._name) or trace.NoOpTracer()
 
     def start_span(self, name: str, context: Context | None = None,
                    kind: SpanKind = SpanKind.INTERNAL, attributes: Attributes = None,

@@ -30,6 +30,10 @@ from oam_gateway.tenancy.tenant_runtime import Runtime
 from oam_gateway.tenancy.tenants import Tenants
 from oam_gateway.tenancy.unstorable_text import describe, unstorable_character
 
+__all__ = ["JSON_MEDIA_TYPE", "MAX_BODY_DEPTH", "Call", "Endpoint", "QueryParameter",
+           "RequestRefused", "describe_validation", "json_response", "refuse_unstorable_text",
+           "route_handler", "validated_body"]
+
 T = TypeVar("T")
 B = TypeVar("B", bound=BaseModel)
 
@@ -142,12 +146,12 @@ def route_handler(endpoint: Endpoint, tenants: Tenants, limits: LimitSettings,
                 403, "insufficient-scope", f"this operation needs the scope {endpoint.scope!r}",
                 headers={"WWW-Authenticate": f'Bearer realm="oam-gateway", '
                          f'error="insufficient_scope", scope="{endpoint.scope}"'})
-        check_query_user(request, principal)
+        _check_query_user(request, principal)
         refuse_unstorable_text(request.path_params, "the path")
         refuse_unstorable_text(request.query_params.multi_items(), "the query")
         body = await _parsed_body(request, endpoint.body)
         if body is not None:
-            check_owned(body, principal)
+            _check_owned(body, principal)
         call = Call(request, principal, tenants[principal.tenant], limits, event, body)
         return await endpoint.handler(call)
 
@@ -160,14 +164,14 @@ async def _parsed_body(request: Request, model: type[BaseModel] | None) -> BaseM
     raw = await request.body()
     if not raw:
         raise RequestRefused(400, "invalid-request", "the request needs a JSON body")
-    refuse_other_media_types(request)
+    _refuse_other_media_types(request)
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise RequestRefused(400, "invalid-request", "the body is not valid JSON") from None
     except RecursionError:
         data = None  # deeper than the parser goes: refused just below
-    if data is None or json_depth(data) > MAX_BODY_DEPTH:
+    if data is None or _json_depth(data) > MAX_BODY_DEPTH:
         raise RequestRefused(400, "invalid-request",
                              f"the body nests deeper than {MAX_BODY_DEPTH} levels")
     refuse_unstorable_text(data, "the body")
@@ -183,7 +187,7 @@ def validated_body(model: type[B], data: Any) -> B:
         raise RequestRefused(400, "invalid-request", describe_validation(error)) from None
 
 
-def is_json_media_type(content_type: str | None) -> bool:
+def _is_json_media_type(content_type: str | None) -> bool:
     """Whether a ``Content-Type`` names JSON: ``application/json`` or an ``application/*+json``
     type (``application/merge-patch+json``, say), with any parameters."""
     media_type = (content_type or "").split(";", 1)[0].strip().lower()
@@ -191,11 +195,11 @@ def is_json_media_type(content_type: str | None) -> bool:
         media_type.startswith("application/") and media_type.endswith("+json"))
 
 
-def refuse_other_media_types(request: Request) -> None:
+def _refuse_other_media_types(request: Request) -> None:
     """A 415 for a body whose ``Content-Type`` is not JSON (or is missing), with the media
     type that is accepted (``Accept``, RFC 9110 §15.5.16; ``Accept-Post``, ``Accept-Patch``)."""
     content_type = request.headers.get("content-type")
-    if is_json_media_type(content_type):
+    if _is_json_media_type(content_type):
         return
     headers = {"Accept": JSON_MEDIA_TYPE}
     if request.method in ("POST", "PATCH"):
@@ -206,7 +210,7 @@ def refuse_other_media_types(request: Request) -> None:
                          headers=headers)
 
 
-def json_depth(value: Any) -> int:
+def _json_depth(value: Any) -> int:
     """How deeply ``value`` nests objects and arrays (without recursion: any depth)."""
     deepest, pending = 0, [(value, 1)]
     while pending:
@@ -237,7 +241,7 @@ def describe_validation(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def check_query_user(request: Request, principal: Principal) -> None:
+def _check_query_user(request: Request, principal: Principal) -> None:
     """A ``user_id`` query parameter must name the caller."""
     for value in request.query_params.getlist("user_id"):
         if value != principal.user_name:
@@ -245,7 +249,7 @@ def check_query_user(request: Request, principal: Principal) -> None:
                                  "user_id names another user; the caller is the token's user")
 
 
-def check_owned(body: BaseModel, principal: Principal) -> None:
+def _check_owned(body: BaseModel, principal: Principal) -> None:
     """Every ``user_id`` a body (or its nested operations) carries must name the caller."""
     for owned in _owned_parts(body):
         if owned.user_id is not None and owned.user_id != principal.user_name:

@@ -18,6 +18,9 @@ from oam_gateway.rest.models import ErasureReceipt, Me, ProfileIn, Record
 from oam_gateway.rest.views import record_view, relation_view
 from oam_gateway.tenancy.principal import READ_SCOPE, WRITE_SCOPE
 
+__all__ = ["ENDPOINTS", "EXPORTED_TYPES", "JSON_LINES", "erase", "export", "get_profile", "me",
+           "put_profile"]
+
 EXPORTED_TYPES = ("user_profile", "thread", "message", "thread_summary", "memory", "fact",
                   "preference", "guideline", "image")
 """Every record type an end user owns, in export order."""
@@ -67,7 +70,7 @@ async def put_profile(call: Call) -> Response:
     return json_response(record_view(record), 201 if created else 200)
 
 
-def owned_records(store: OracleDBMemoryStore, user_name: str) -> dict[str, list[SdkRecord]]:
+def _owned_records(store: OracleDBMemoryStore, user_name: str) -> dict[str, list[SdkRecord]]:
     """Every record the caller owns, by record type (global records are not theirs)."""
     found: dict[str, list[SdkRecord]] = {}
     for record_type in EXPORTED_TYPES:
@@ -79,7 +82,7 @@ def owned_records(store: OracleDBMemoryStore, user_name: str) -> dict[str, list[
     return found
 
 
-def owned_relations(store: OracleDBMemoryStore,
+def _owned_relations(store: OracleDBMemoryStore,
                     records: dict[str, list[SdkRecord]]) -> list[RecordRelation]:
     """The relations that start or end at one of the caller's ``records`` (erased with them)."""
     owned_ids = {r.id for rs in records.values() for r in rs}
@@ -93,8 +96,8 @@ async def export(call: Call) -> Response:
     def work(client: OracleAgentMemory) -> tuple[dict[str, list[SdkRecord]], list[Any]]:
         store = client.store
         with client.transaction():  # the records and their relations read in one transaction
-            records = owned_records(store, user_name)
-            return records, owned_relations(store, records)
+            records = _owned_records(store, user_name)
+            return records, _owned_relations(store, records)
 
     records, relations = await call.sdk(work)
     call.event.result_count = sum(map(len, records.values())) + len(relations)
@@ -118,9 +121,9 @@ async def erase(call: Call) -> Response:
     def work(client: OracleAgentMemory) -> dict[str, int]:
         store = client.store
         with client.transaction():  # counted and erased in one transaction
-            records = owned_records(store, user_name)
+            records = _owned_records(store, user_name)
             counts = {record_type: len(items) for record_type, items in records.items()}
-            counts["relation"] = len(owned_relations(store, records))
+            counts["relation"] = len(_owned_relations(store, records))
             # The profile and, whether or not one exists, every row scoped to the user.
             client.delete_user(user_name, cascade=True)
             return counts

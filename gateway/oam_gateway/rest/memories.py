@@ -29,6 +29,9 @@ from oam_gateway.rest.threads import PAGE_PARAMETERS, record_position
 from oam_gateway.rest.views import record_view, relation_view
 from oam_gateway.tenancy.principal import READ_SCOPE, WRITE_SCOPE
 
+__all__ = ["ENDPOINTS", "add_memory", "add_relation", "batch", "delete_memory", "delete_relation",
+           "get_memory", "list_memories", "list_relations", "memory", "update_memory"]
+
 
 def memory(client: OracleAgentMemory, memory_id: str) -> SdkRecord:
     """The visible memory ``memory_id`` (any memory type), or a 404."""

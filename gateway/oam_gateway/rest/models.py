@@ -12,6 +12,13 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+__all__ = ["MAX_ID_LENGTH", "MAX_TTL_DAYS", "NOT_BLANK", "BatchAdd", "BatchDelete", "BatchIn",
+           "BatchOperation", "BatchResult", "BatchUpdate", "Deleted", "ErasureReceipt", "Id", "Ids",
+           "LinkedRecord", "Me", "MemoryIn", "MemoryPatch", "MemoryType", "MessageIn", "MessagesIn",
+           "Metadata", "NonBlank", "OwnedBody", "Page", "PathId", "Problem", "ProfileIn", "Record",
+           "RecordTypeName", "Relation", "RelationIn", "RelationPage", "RequestBody", "SearchHit",
+           "SearchIn", "SearchOut", "ThreadIn", "ThreadPatch", "TtlDays"]
+
 MAX_ID_LENGTH = 128
 """The longest id the stores keep (the SDK refuses longer ones)."""
 MAX_TTL_DAYS = 36_500

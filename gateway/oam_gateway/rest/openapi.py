@@ -17,6 +17,8 @@ from oam_gateway.errors.problems import PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, TYP
 from oam_gateway.rest.endpoints import Endpoint
 from oam_gateway.rest.models import Problem
 
+__all__ = ["docs_page", "openapi_document"]
+
 _PATH_PARAMETER = re.compile(r"{([a-z_]+)}")
 _QUERY_TYPES = {int: "integer", str: "string", bool: "boolean"}
 _ERRORS = {"400": "Invalid request", "401": "No valid bearer token",

@@ -24,6 +24,8 @@ from oracleagentmemory.apis.keyset import OlderThan
 
 from oam_gateway.rest.endpoints import Call, RequestRefused
 
+__all__ = ["ListName", "PageOf", "PageRequest", "Position", "page_of", "page_request"]
+
 T = TypeVar("T")
 
 ListName = Literal["memories", "threads", "relations", "messages"]
@@ -90,7 +92,7 @@ def page_request(call: Call, list_name: ListName) -> PageRequest:
         raise RequestRefused(400, "invalid-request",
                              f"limit must be between 1 and {limits.max_page_size}")
     cursor = call.query("cursor")
-    return PageRequest(size, None if cursor is None else decode_cursor(cursor, list_name))
+    return PageRequest(size, None if cursor is None else _decode_cursor(cursor, list_name))
 
 
 def page_of(oldest_first: Sequence[T], request: PageRequest, list_name: ListName,
@@ -100,10 +102,10 @@ def page_of(oldest_first: Sequence[T], request: PageRequest, list_name: ListName
     newest_first = list(reversed(oldest_first))
     items = newest_first[:request.size]
     more = len(newest_first) > request.size
-    return PageOf(items, encode_cursor(list_name, position(items[-1])) if more else None)
+    return PageOf(items, _encode_cursor(list_name, position(items[-1])) if more else None)
 
 
-def encode_cursor(list_name: ListName, position: Position) -> str:
+def _encode_cursor(list_name: ListName, position: Position) -> str:
     """The opaque cursor of the page after ``position`` in ``list_name``."""
     if isinstance(position, int):
         payload: dict[str, object] = {"l": list_name, "s": position}
@@ -113,7 +115,7 @@ def encode_cursor(list_name: ListName, position: Position) -> str:
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, list_name: ListName) -> Position:
+def _decode_cursor(cursor: str, list_name: ListName) -> Position:
     """The position ``cursor`` names in ``list_name``, or a 400."""
     refused = RequestRefused(400, "invalid-request", f"the cursor is not a cursor of this "
                              f"list ({list_name}): pass the next_cursor of its previous page")

@@ -5,5 +5,7 @@ from __future__ import annotations
 from oam_gateway.rest import me, memories, search, threads
 from oam_gateway.rest.endpoints import Endpoint
 
+__all__ = ["ENDPOINTS"]
+
 ENDPOINTS: tuple[Endpoint, ...] = (*me.ENDPOINTS, *threads.ENDPOINTS,
                                    *memories.ENDPOINTS, *search.ENDPOINTS)

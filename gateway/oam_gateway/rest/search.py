@@ -13,17 +13,19 @@ from oam_gateway.rest.models import LinkedRecord, SearchHit, SearchIn, SearchOut
 from oam_gateway.rest.views import record_view
 from oam_gateway.tenancy.principal import READ_SCOPE
 
+__all__ = ["ENDPOINTS", "SEARCH_SCOPE_NOTE", "search"]
 
-def filter_depth(value: Any) -> int:
+
+def _filter_depth(value: Any) -> int:
     """How deeply ``value`` (a metadata filter) nests objects and arrays."""
     if isinstance(value, dict):
-        return 1 + max((filter_depth(v) for v in value.values()), default=0)
+        return 1 + max((_filter_depth(v) for v in value.values()), default=0)
     if isinstance(value, list):
-        return 1 + max((filter_depth(v) for v in value), default=0)
+        return 1 + max((_filter_depth(v) for v in value), default=0)
     return 0
 
 
-def check_search(body: SearchIn, call: Call) -> None:
+def _check_search(body: SearchIn, call: Call) -> None:
     """The limits of a search: ``k``, query length, filter depth."""
     limits = call.limits
     if body.k > limits.max_k:
@@ -32,7 +34,7 @@ def check_search(body: SearchIn, call: Call) -> None:
         raise RequestRefused(400, "invalid-request",
                              f"the query must be at most {limits.max_query_chars} characters")
     if body.metadata_filter is not None and (
-            filter_depth(body.metadata_filter) > limits.max_filter_depth):
+            _filter_depth(body.metadata_filter) > limits.max_filter_depth):
         raise RequestRefused(400, "invalid-request", f"the metadata filter nests deeper than "
                              f"{limits.max_filter_depth} levels")
 
@@ -54,7 +56,7 @@ def _hit(result: SearchResult) -> SearchHit:
 
 async def search(call: Call) -> Response:
     body = call.body(SearchIn)
-    check_search(body, call)
+    _check_search(body, call)
     options: dict[str, Any] = {"user_id": call.principal.user_name, "max_results": body.k,
                                "num_hops": body.num_hops,
                                "include_invalid_results": body.include_invalid_results}

@@ -15,6 +15,10 @@ from oam_gateway.rest.pagination import page_of, page_request
 from oam_gateway.rest.views import record_view
 from oam_gateway.tenancy.principal import READ_SCOPE, WRITE_SCOPE
 
+__all__ = ["ENDPOINTS", "PAGE_PARAMETERS", "THREAD_AGENT_NOTE", "add_messages", "create_thread",
+           "delete_thread", "get_thread", "list_messages", "list_threads", "record_position",
+           "update_thread"]
+
 PAGE_PARAMETERS = (
     QueryParameter("limit", "how many items the page holds", int),
     QueryParameter("cursor", "the next_cursor of the previous page of this list: the next "

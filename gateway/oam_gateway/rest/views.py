@@ -12,6 +12,8 @@ from oracleagentmemory.apis.relations import RecordRelation
 
 from oam_gateway.rest.models import Record, Relation
 
+__all__ = ["record_view", "relation_view"]
+
 _HIDDEN_FIELDS = frozenset({"bytes", "linked_results"})
 """Record fields the API leaves out: image bytes (large) and search links (search shows them)."""
 

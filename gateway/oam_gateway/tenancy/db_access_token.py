@@ -40,6 +40,10 @@ from oracleagentmemory.errors import DatabaseUnavailableError
 
 from oam_gateway.config.oracle_settings import DatabaseAccessTokenSettings
 
+__all__ = ["FALLBACK_LIFETIME_SECONDS", "ClientCredentialsTokenProvider",
+           "DatabaseAccessTokenError", "DatabaseAccessTokenRejected",
+           "DatabaseAccessTokenUnavailable"]
+
 _log = logging.getLogger(__name__)
 
 FALLBACK_LIFETIME_SECONDS = 300.0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+__all__ = ["READ_SCOPE", "WRITE_SCOPE", "Principal"]
+
 READ_SCOPE = "memory:read"
 WRITE_SCOPE = "memory:write"
 

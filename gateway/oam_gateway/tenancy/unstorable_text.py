@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+__all__ = ["describe", "unstorable_character"]
+
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 """NUL, or a surrogate code point (one of a valid pair is decoded into its own character, so
 any left in a string stands alone)."""
