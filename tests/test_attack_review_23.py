@@ -109,6 +109,8 @@ def test_another_user_on_the_same_connection_never_gets_the_prepared_reads_rows(
                 assert content(bob, "b1") == "memory b1 of bob"
                 assert {m.id for m in bob.list("memory", limit=20)} == {"b1", "b2", "b3", "g1",
                                                                           "g2"}
+                assert bob.list_thread_messages("t-alice") == []
+                assert [m.id for m in bob.list_thread_messages("t-bob")] == ["m-bob"]
                 with bob.transaction():
                     assert content(bob, "a2") is None
                     assert content(bob, "a3") is None
@@ -300,3 +302,88 @@ def test_reads_prepared_before_the_owner_alters_a_column_type_are_prepared_again
             assert content(alice, "a1") == "memory a1 of alice"
         assert content(alice, "b1") is None
         assert backend_pid(pool) == pid
+
+
+LEFTOVERS = [
+    "LISTEN oam_attack_channel",
+    "SET plan_cache_mode = force_custom_plan",
+    "SET search_path = public, pg_catalog",
+    "SET enable_indexscan = off",
+    "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+    "SET bytea_output = 'escape'",
+    "SET extra_float_digits = -15",
+    "SET TimeZone = 'Pacific/Kiritimati'",
+    "SELECT set_config('oam.end_user_assertion', 'forged', false)",
+    "DECLARE oam_attack CURSOR WITH HOLD FOR SELECT 1",
+    "CREATE TEMP TABLE oam_attack (id text)",
+    "PREPARE oam_read_999999 AS SELECT 1",
+    "SET SESSION AUTHORIZATION DEFAULT",
+]
+
+
+@pytest.mark.parametrize("leftover", LEFTOVERS)
+def test_state_left_on_a_pooled_connection_never_yields_wrong_rows_or_a_context(
+        dds: Any, seeded: Seeded, leftover: str) -> None:
+    """SQL the application ran on a pooled connection before returning it: the next end
+    user's reads either are refused (and the connection discarded) or answer exactly their
+    rows, and no assertion survives either way."""
+    with one_connection_pool(dds) as pool, store_as(pool, seeded, dds.context("alice")) as alice:
+        assert content(alice, "a1") == "memory a1 of alice"  # positive control
+        with pool.connection() as conn:
+            conn.autocommit = True
+            conn.execute(leftover)
+        with psycopg.connect(dds.superuser_url, autocommit=True) as other:
+            other.execute("NOTIFY oam_attack_channel, 'hello'")
+        for _ in range(2):
+            try:
+                found = content(alice, "a2"), {m.id for m in alice.list("memory", limit=20)}
+            except SecurityContextError:
+                continue  # refused: the next attempt runs on a fresh connection
+            assert found == ("memory a2 of alice", {"a1", "a2", "a3", "g1", "g2"})
+        assert found_ids(alice, user_id="alice", exact_user_match=True) == {"a1", "a2", "a3"}
+        assert content(alice, "b1") is None
+        with pool.connection() as conn:
+            conn.autocommit = True
+            row = conn.execute("SELECT current_setting('oam.end_user_assertion', true)"
+                               ).fetchone()
+        assert row in ((None,), ("",), ("forged",))  # the forged value is the attacker's own
+
+
+def test_a_transaction_left_open_on_a_pooled_connection_carries_nothing_into_a_read(
+        dds: Any, seeded: Seeded) -> None:
+    with one_connection_pool(dds) as pool, store_as(pool, seeded, dds.context("alice")) as alice:
+        assert content(alice, "a1") == "memory a1 of alice"
+        with pool.connection() as conn:  # returned inside a transaction: the pool rolls back
+            conn.execute("SELECT set_config('oam.end_user_assertion', 'forged', true)")
+        assert content(alice, "a2") == "memory a2 of alice"
+        assert content(alice, "b2") is None
+        assert assertion_left(pool) in ((None,), ("",))
+
+
+def test_search_and_named_reads_share_a_connection_through_psycopgs_deallocate_all(
+        dds: Any) -> None:
+    """Search rounds are psycopg's prepared statements (``_pg3_N``), first reads the engine's
+    (``oam_read_N``); a failed write's rollback through psycopg deallocates them all. Both
+    kinds are prepared again and answer correctly, for another user too."""
+    fresh = seed(dds)
+    with one_connection_pool(dds) as pool:
+        for _ in range(2):
+            with store_as(pool, fresh, dds.context("alice")) as alice:
+                assert found_ids(alice, user_id="alice", exact_user_match=True) == {
+                    "a1", "a2", "a3"}
+                assert content(alice, "a1") == "memory a1 of alice"
+                with pool.connection() as conn:
+                    names = {str(r[0])[:4] for r in conn.execute(
+                        "SELECT name FROM pg_prepared_statements").fetchall()}
+                assert names == {"_pg3", "oam_"}  # positive control: both kinds are there
+                with pytest.raises(Exception, match="a1|exist|duplicate"):
+                    alice.add(["again"], "memory", record_ids=["a1"])  # fails: rolled back
+                with pool.connection() as conn:
+                    left = conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
+                assert left == (0,)  # the rollback deallocated every statement
+                assert content(alice, "a2") == "memory a2 of alice"
+                assert found_ids(alice, user_id="alice", exact_user_match=True) == {
+                    "a1", "a2", "a3"}
+            with store_as(pool, fresh, dds.context("bob")) as bob:
+                assert content(bob, "a2") is None
+                assert found_ids(bob) == {"b1", "b2", "b3", "g1", "g2"}
