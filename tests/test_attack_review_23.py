@@ -35,12 +35,13 @@ def one_connection_pool(dds: Any) -> Iterator[ConnectionPool[Any]]:
 
 
 @contextmanager
-def store_as(pool: ConnectionPool[Any], seeded: Seeded, context: Any
+def store_as(pool: ConnectionPool[Any], seeded: Seeded, context: Any, **kwargs: Any
              ) -> Iterator[OracleDBMemoryStore]:
     """A NO_CHECK store on ``pool`` used inside ``context``."""
     with OracleMemoryEndUserSecurityContext(context):
         store = OracleDBMemoryStore(None, pool, schema_policy=SchemaPolicy.NO_CHECK,
-                                    memory_store_id=seeded.store_id, schema_owner=OWNER)
+                                    memory_store_id=seeded.store_id, schema_owner=OWNER,
+                                    **kwargs)
         try:
             yield store
         finally:
@@ -387,3 +388,37 @@ def test_search_and_named_reads_share_a_connection_through_psycopgs_deallocate_a
             with store_as(pool, fresh, dds.context("bob")) as bob:
                 assert content(bob, "a2") is None
                 assert found_ids(bob) == {"b1", "b2", "b3", "g1", "g2"}
+
+
+@pytest.mark.parametrize("text", [
+    "memory of alice", "it's o'neil's memory", "C:\\Users\\alice\\memory", "a\\'b memory",
+    "http://x.example/p?q=1&r=2|!:* memory", "memory' | 'b1", "%s %% $1 memory",
+])
+def test_keyword_search_text_is_analysed_not_parsed_as_a_query(
+        dds: Any, seeded: Seeded, text: str) -> None:
+    """The BM25 arm builds its tsquery from the text's lexemes (quote_literal of each): no
+    text breaks the statement or widens what the caller sees."""
+    with one_connection_pool(dds) as pool, store_as(pool, seeded, dds.context("alice"),
+                                                     search_strategy="keyword") as alice:
+        hits = alice.search(text, 20, record_types=["memory"])
+        assert {record.id for record, _ in hits} <= {"a1", "a2", "a3", "g1", "g2"}
+        assert {record.id for record, _ in alice.search("memory", 20, record_types=["memory"])
+                } == {"a1", "a2", "a3", "g1", "g2"}  # positive control
+
+
+def test_a_value_that_cannot_be_sent_leaves_no_half_queued_flight_for_the_next_user(
+        dds: Any, seeded: Seeded) -> None:
+    """A lone surrogate fails to encode after ``BEGIN`` and alice's apply are queued in the
+    flight: they must never reach the server ahead of the next user's flight."""
+    with one_connection_pool(dds) as pool:
+        with store_as(pool, seeded, dds.context("alice")) as alice:
+            assert content(alice, "a1") == "memory a1 of alice"  # positive control
+            with pytest.raises(Exception, match="surrogate|encode|Unicode|unicode"):
+                alice.get("memory", "a\ud800")
+        with store_as(pool, seeded, dds.context("bob")) as bob:
+            for _ in range(2):
+                assert content(bob, "a1") is None
+                assert content(bob, "b1") == "memory b1 of bob"
+                assert {m.id for m in bob.list("memory", limit=20)} == {"b1", "b2", "b3", "g1",
+                                                                          "g2"}
+        assert assertion_left(pool) in ((None,), ("",))
