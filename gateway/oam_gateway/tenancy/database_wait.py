@@ -32,11 +32,15 @@ async def database_wait(slots: asyncio.Semaphore, seconds: float) -> AsyncIterat
     frees in time.
     """
     deadline = time.monotonic() + seconds
-    try:
-        await asyncio.wait_for(slots.acquire(), seconds)
-    except TimeoutError:
-        raise DatabaseUnavailableError(
-            f"the database is unavailable: no pooled connection within {seconds:g} s") from None
+    if slots.locked():
+        try:
+            await asyncio.wait_for(slots.acquire(), seconds)
+        except TimeoutError:
+            raise DatabaseUnavailableError(
+                f"the database is unavailable: no pooled connection within {seconds:g} s"
+            ) from None
+    else:  # a free slot is taken at once: no timer and no task for asyncio.wait_for
+        await slots.acquire()
     token = set_wait_deadline(deadline)
     try:
         yield
