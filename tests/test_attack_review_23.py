@@ -7,6 +7,8 @@ contexts, after a positive control showing the attack's step does what it claims
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -421,4 +423,36 @@ def test_a_value_that_cannot_be_sent_leaves_no_half_queued_flight_for_the_next_u
                 assert content(bob, "b1") == "memory b1 of bob"
                 assert {m.id for m in bob.list("memory", limit=20)} == {"b1", "b2", "b3", "g1",
                                                                           "g2"}
+        assert assertion_left(pool) in ((None,), ("",))
+
+
+def test_threads_sharing_a_transaction_block_read_in_turn(dds: Any, seeded: Seeded) -> None:
+    """Worker threads started inside a block (the async twins' ``asyncio.to_thread``) share
+    its session: their first reads and the block's BEGIN and apply went to libpq at the same
+    time on one connection (the process aborted); they must take turns, each read answering its
+    own rows, and the connection serve the next user."""
+    answers: list[tuple[str, str | None]] = []
+
+    def read(store: OracleDBMemoryStore, barrier: threading.Barrier, memory_id: str) -> None:
+        barrier.wait()
+        answers.append((memory_id, content(store, memory_id)))
+
+    with one_connection_pool(dds) as pool:
+        with store_as(pool, seeded, dds.context("alice")) as alice:
+            for _ in range(20):
+                barrier = threading.Barrier(3)
+                with alice.transaction():
+                    threads = [threading.Thread(target=contextvars.copy_context().run,
+                                                args=(read, alice, barrier, memory_id))
+                               for memory_id in ("a1", "a2", "b1")]
+                    for thread in threads:
+                        thread.start()
+                    for thread in threads:
+                        thread.join()
+        assert len(answers) == 60
+        assert {(m, c) for m, c in answers} == {("a1", "memory a1 of alice"),
+                                                 ("a2", "memory a2 of alice"), ("b1", None)}
+        with store_as(pool, seeded, dds.context("bob")) as bob:
+            assert content(bob, "b1") == "memory b1 of bob"
+            assert content(bob, "a1") is None
         assert assertion_left(pool) in ((None,), ("",))

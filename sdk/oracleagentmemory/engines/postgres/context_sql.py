@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -101,9 +102,17 @@ class ContextTransaction:
         self.used = False
         """Whether the context was applied at all (a session that ran nothing still checks
         that the database accepts it)."""
+        self._deciding = threading.RLock()
+        """Held while :meth:`begin` or :meth:`read_first` decides and makes its round trip:
+        threads sharing a store's transaction block (the async twins' worker threads) open
+        one transaction, not two on top of each other."""
 
     def begin(self) -> None:
         """Open the transaction and apply the context, unless it is open already."""
+        with self._deciding:
+            self._begin()
+
+    def _begin(self) -> None:
         if self.open:
             return
         conn = self.conn
@@ -135,9 +144,14 @@ class ContextTransaction:
         run as named prepared statements of this connection, each prepared in the flight of
         its first use.
         """
-        if self.used:
-            return None
-        self.used = True
+        with self._deciding:
+            if self.used:
+                return None
+            self.used = True
+            return self._read_first(statements)
+
+    def _read_first(self, statements: Sequence[tuple[str, Sequence[Any]]]
+                    ) -> list[list[dict[str, Any]]]:
         try:
             return _read_in_one_flight(self.conn, self.security, self.assertion, statements)
         except (psycopg.errors.InvalidSqlStatementName, psycopg.errors.FeatureNotSupported):
@@ -188,42 +202,43 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
     transformer = Transformer(conn)
     reads: list[int] = []
     new: list[tuple[str, tuple[int, ...] | None]] = []
-    pgconn.enter_pipeline_mode()
-    try:
-        pgconn.send_query_params(b"BEGIN", None)
-        # Unnamed, like the apply: nothing named runs before the database checked the session.
-        pgconn.send_query_params(_APPLY_OR_FAIL_PARAM, [assertion.encode()])
-        position = 2
-        for query, params in statements:
-            values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
-            key = (query, transformer.types)
-            name = prepared.get(key)
-            if name is None and len(prepared) >= MAX_PREPARED_READS:
-                pgconn.send_query_params(_numbered(query), values, transformer.types,
-                                         transformer.formats)
-            else:
-                if name is None:
-                    name = prepared[key] = f"oam_read_{next(_STATEMENT_NUMBERS)}".encode()
-                    new.append(key)
-                    pgconn.send_prepare(name, _numbered(query), transformer.types)
-                    position += 1
-                pgconn.send_query_prepared(name, values, transformer.formats)
-            reads.append(position)
-            position += 1
-        pgconn.send_query_params(b"COMMIT", None)
-        pgconn.send_query_params(b"SHOW oam.end_user_assertion", None)
-        pgconn.pipeline_sync()
-        results = _results(conn, pipeline=True)
-    except BaseException:
-        for key in new:
-            prepared.pop(key, None)
-        raise
-    finally:
-        if pgconn.status != pq.ConnStatus.BAD:
-            try:
-                pgconn.exit_pipeline_mode()
-            except psycopg.OperationalError:
-                conn.close()  # results left unread: the session serves nobody again
+    with conn.lock:  # psycopg's own lock: no other statement of the connection between
+        pgconn.enter_pipeline_mode()
+        try:
+            pgconn.send_query_params(b"BEGIN", None)
+            # Unnamed, like the apply: nothing named runs before the database checked the session.
+            pgconn.send_query_params(_APPLY_OR_FAIL_PARAM, [assertion.encode()])
+            position = 2
+            for query, params in statements:
+                values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
+                key = (query, transformer.types)
+                name = prepared.get(key)
+                if name is None and len(prepared) >= MAX_PREPARED_READS:
+                    pgconn.send_query_params(_numbered(query), values, transformer.types,
+                                             transformer.formats)
+                else:
+                    if name is None:
+                        name = prepared[key] = f"oam_read_{next(_STATEMENT_NUMBERS)}".encode()
+                        new.append(key)
+                        pgconn.send_prepare(name, _numbered(query), transformer.types)
+                        position += 1
+                    pgconn.send_query_prepared(name, values, transformer.formats)
+                reads.append(position)
+                position += 1
+            pgconn.send_query_params(b"COMMIT", None)
+            pgconn.send_query_params(b"SHOW oam.end_user_assertion", None)
+            pgconn.pipeline_sync()
+            results = _results(conn, pipeline=True)
+        except BaseException:
+            for key in new:
+                prepared.pop(key, None)
+            raise
+        finally:
+            if pgconn.status != pq.ConnStatus.BAD:
+                try:
+                    pgconn.exit_pipeline_mode()
+                except psycopg.OperationalError:
+                    conn.close()  # results left unread: the session serves nobody again
     failed = next((n for n, r in enumerate(results) if r.status in _FAILED), None)
     if failed is not None:
         for key in new:  # perhaps never prepared: the server skips what follows an error
@@ -330,17 +345,18 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
     back.
     """
     pgconn = conn.pgconn
-    pgconn.enter_pipeline_mode()
-    try:
-        pgconn.send_query_params(b"BEGIN", None)
-        # The unnamed statement: parsed anew with each call, so no SQL run earlier on this
-        # connection can stand in for it (a named one could be deallocated and replaced).
-        pgconn.send_query_params(_APPLY_PARAM, [assertion.encode()])
-        pgconn.pipeline_sync()
-        results = _results(conn, pipeline=True)
-    finally:
-        if pgconn.status != pq.ConnStatus.BAD:
-            pgconn.exit_pipeline_mode()
+    with conn.lock:
+        pgconn.enter_pipeline_mode()
+        try:
+            pgconn.send_query_params(b"BEGIN", None)
+            # The unnamed statement: parsed anew with each call, so no SQL run earlier on this
+            # connection can stand in for it (a named one could be deallocated and replaced).
+            pgconn.send_query_params(_APPLY_PARAM, [assertion.encode()])
+            pgconn.pipeline_sync()
+            results = _results(conn, pipeline=True)
+        finally:
+            if pgconn.status != pq.ConnStatus.BAD:
+                pgconn.exit_pipeline_mode()
     _raise_first_error(conn, results)
     raw = results[-1].get_value(0, 0) if results[-1].ntuples else None
     return (None if raw is None else raw.decode(conn.info.encoding),)
@@ -370,8 +386,9 @@ def _commit_and_check(conn: psycopg.Connection[Any]) -> None:
     pgconn = conn.pgconn
     results: list[pq.abc.PGresult] = []
     try:
-        pgconn.send_query(b"COMMIT; SHOW oam.end_user_assertion")
-        results = _results(conn, pipeline=False)
+        with conn.lock:
+            pgconn.send_query(b"COMMIT; SHOW oam.end_user_assertion")
+            results = _results(conn, pipeline=False)
         _raise_first_error(conn, results)
         shown = results[-1]
         raw = shown.get_value(0, 0) if len(results) == 2 and shown.ntuples else b"unknown"
