@@ -31,6 +31,7 @@ from oam_gateway.middleware.bearer import PROTECTED_PREFIX, challenge
 from oam_gateway.middleware.stack import build_stack
 from oam_gateway.rest.endpoints import Endpoint, RequestRefused, route_handler
 from oam_gateway.rest.openapi import docs_page, openapi_document
+from oam_gateway.rest.route_index import IndexedRouter
 from oam_gateway.rest.routes import ENDPOINTS
 from oam_gateway.tenancy.health import RETRY_AFTER_SECONDS
 from oam_gateway.tenancy.tenants import Tenants
@@ -95,6 +96,7 @@ def create_app(settings: GatewaySettings, verifier: TokenVerifier | None = None,
                             OracleAgentMemoryError: _sdk_problem,
                             Exception: _internal_problem},
     )
+    app.router = IndexedRouter(routes, lifespan=lifespan)  # Starlette's, asking fewer routes
     app.state.settings = settings
     app.state.tenants = tenants
     return app
