@@ -9,6 +9,7 @@ a request answers 503 within that bound however many requests queue ahead of it.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,12 +35,16 @@ async def database_wait(slots: asyncio.Semaphore, seconds: float) -> AsyncIterat
     deadline = time.monotonic() + seconds
     if slots.locked():
         try:
-            await asyncio.wait_for(slots.acquire(), seconds)
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(seconds):  # a timer on this task, no new task
+                    await slots.acquire()
+            else:
+                await asyncio.wait_for(slots.acquire(), seconds)
         except TimeoutError:
             raise DatabaseUnavailableError(
                 f"the database is unavailable: no pooled connection within {seconds:g} s"
             ) from None
-    else:  # a free slot is taken at once: no timer and no task for asyncio.wait_for
+    else:  # a free slot is taken at once, without a timer
         await slots.acquire()
     token = set_wait_deadline(deadline)
     try:
