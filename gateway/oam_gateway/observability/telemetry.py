@@ -21,7 +21,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar, Token
 from typing import Any, Literal
 
@@ -187,17 +187,24 @@ def _active_tracer(name: str = TRACER_NAME) -> trace.Tracer | None:
     return tracer
 
 
-@contextmanager
-def operation_span(operation: str) -> Iterator[None]:
+def operation_span(operation: str) -> AbstractContextManager[None]:
     """A span ``oam <operation>`` around one SDK operation (``memories.get``...).
 
     Its only attribute is ``oam.operation``: never the operation's parameters. A failure sets
     the span's status to error and ``error.type`` to the exception's class, not its message.
+    Outside a traced request it is one shared empty block: nothing is made per request.
     """
     tracer = _active_tracer()
     if tracer is None:
-        yield
-        return
+        return _NO_SPAN
+    return _operation_span(tracer, operation)
+
+
+_NO_SPAN: AbstractContextManager[None] = nullcontext()
+
+
+@contextmanager
+def _operation_span(tracer: trace.Tracer, operation: str) -> Iterator[None]:
     with tracer.start_as_current_span(f"oam {operation}", kind=SpanKind.INTERNAL,
                                       attributes={"oam.operation": operation},
                                       record_exception=False,
