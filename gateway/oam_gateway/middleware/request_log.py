@@ -102,15 +102,34 @@ def _event_line(scope: Scope, event: RequestEvent, status: int | None, started_a
     if isinstance(principal, Principal):
         tenant = tenant or principal.tenant
         end_user = end_user or principal.user_name
-    return json.dumps({
-        "time": datetime.fromtimestamp(started_at, timezone.utc).isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z"),
+    return _EVENT_JSON.encode({
+        "time": _utc_milliseconds(started_at),
         "tenant": tenant, "end_user": end_user, "operation": event.operation,
         "record_ids": list(event.record_ids), "result_count": event.result_count,
         "status": status, "outcome": _outcome_of(status), "trace_id": _trace_id(scope),
         "method": scope.get("method"), "route": matched_route(scope, root_path),
         "duration_ms": round(seconds * 1000, 3),
-    }, separators=(",", ":"))
+    })
+
+
+_EVENT_JSON = json.JSONEncoder(separators=(",", ":"))
+"""The event's encoder, made once (``json.dumps`` with ``separators`` makes one per call)."""
+
+_second_text: tuple[tuple[int, int, int, int, int, int], str] = ((0, 0, 0, 0, 0, 0), "")
+"""The last second written (its fields, its text up to the seconds): events share it."""
+
+
+def _utc_milliseconds(timestamp: float) -> str:
+    """``timestamp`` as ``2026-01-02T03:04:05.678Z``: what ``datetime.isoformat`` with
+    milliseconds writes (truncated, not rounded), the second's text reused while it lasts."""
+    global _second_text
+    moment = datetime.fromtimestamp(timestamp, timezone.utc)
+    second = (moment.year, moment.month, moment.day, moment.hour, moment.minute, moment.second)
+    cached, text = _second_text
+    if second != cached:
+        text = moment.replace(microsecond=0, tzinfo=None).isoformat()
+        _second_text = (second, text)
+    return f"{text}.{moment.microsecond // 1000:03d}Z"
 
 
 def _trace_id(scope: Scope) -> str | None:
