@@ -146,9 +146,12 @@ def route_handler(endpoint: Endpoint, tenants: Tenants, limits: LimitSettings,
                 403, "insufficient-scope", f"this operation needs the scope {endpoint.scope!r}",
                 headers={"WWW-Authenticate": f'Bearer realm="oam-gateway", '
                          f'error="insufficient_scope", scope="{endpoint.scope}"'})
-        _check_query_user(request, principal)
+        has_query = bool(request.scope.get("query_string"))  # none: nothing to parse or check
+        if has_query:
+            _check_query_user(request, principal)
         refuse_unstorable_text(request.path_params, "the path")
-        refuse_unstorable_text(request.query_params.multi_items(), "the query")
+        if has_query:
+            refuse_unstorable_text(request.query_params.multi_items(), "the query")
         body = await _parsed_body(request, endpoint.body)
         if body is not None:
             _check_owned(body, principal)
