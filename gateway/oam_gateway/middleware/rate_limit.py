@@ -9,6 +9,7 @@ refused) is not counted. Over the limit the answer is 429 ``rate-limited`` with
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from urllib.parse import quote
@@ -64,7 +65,7 @@ class RateLimitMiddleware:
                 or scope["path"] in UNLIMITED_PATHS):
             await self._app(scope, receive, send)
             return
-        key = (quote(principal.tenant, safe=""), quote(principal.user_name, safe=""))
+        key = _limit_key(principal.tenant, principal.user_name)
         for item in self._items:
             if not await self._limiter.hit(item, *key):
                 await self._refuse(item, key, scope, receive, send)
@@ -82,6 +83,13 @@ class RateLimitMiddleware:
                                     f"the rate limit of {item} per user is used up; retry "
                                     f"in {retry_after} seconds", headers=headers)
         await response(scope, receive, send)
+
+
+@functools.lru_cache(maxsize=4096)
+def _limit_key(tenant: str, user_name: str) -> tuple[str, str]:
+    """The end user's counter key: tenant and user name, each percent-encoded (quoted once
+    per recent user rather than on every request)."""
+    return quote(tenant, safe=""), quote(user_name, safe="")
 
 
 def _policy_name(item: limits.RateLimitItem) -> str:
