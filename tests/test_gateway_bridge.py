@@ -49,27 +49,26 @@ def test_a_request_waiting_on_a_row_lock_holds_up_no_other_request(
         mine = bystander.post("/v1/memories", json={"content": "free"}).json()
         blocked: dict[str, Any] = {}
 
+        lock_released = threading.Event()
+
         def update_the_locked_row() -> None:
-            started = time.monotonic()
             blocked["response"] = waiter.patch(f"/v1/memories/{memory['id']}",
                                                json={"content": "after the lock"})
-            blocked["seconds"] = time.monotonic() - started
+            blocked["answered_after_release"] = lock_released.is_set()
 
         updater = threading.Thread(target=update_the_locked_row)
         with memory_row_locked(gateway, memory["id"]):
             updater.start()
             time.sleep(0.5)  # the update now waits on the lock, inside the gateway's loop
-            started = time.monotonic()
             answers = [bystander.get(f"/v1/memories/{mine['id']}") for _ in range(5)]
-            quick = time.monotonic() - started
             assert [a.status_code for a in answers] == [200] * 5
+            # Every read was answered while the update still waited on the lock.
             assert updater.is_alive(), "the update did not wait on the lock"
-            time.sleep(1.0)
+            lock_released.set()
         updater.join(30)
-        # Positive control: the update really waited on the lock the whole time, then succeeded.
+        # Positive control: the update really waited for the lock, then succeeded.
         assert blocked["response"].status_code == 200, blocked["response"].text
-        assert blocked["seconds"] >= 1.4
-        assert quick < 1.0  # five reads, each answered while the update still waited
+        assert blocked["answered_after_release"] is True
 
 
 def test_the_tenant_pool_hands_out_bridged_connections_even_after_tracing_was_undone(
@@ -152,9 +151,7 @@ def test_a_cancelled_wait_closes_its_connection_and_ends_the_transaction(
             await task
 
     try:
-        started = time.monotonic()
         asyncio.run(main())
-        assert time.monotonic() - started < 5
         assert outcome["raised"] == "CancelledError"
         assert outcome["closed"] is True
         with psycopg.connect(dds.superuser_url) as check:

@@ -46,11 +46,6 @@ _HIDDEN_DETAIL = {500: "the gateway failed to answer", 502: "a model service fai
 """Server-side failures answer a fixed detail: their messages may name internals."""
 
 
-def _slug_of(error: OracleAgentMemoryError) -> str:
-    """The problem slug of an SDK error (its code, hyphenated)."""
-    return error.code.replace("_", "-")
-
-
 def sdk_problem(error: OracleAgentMemoryError, instance: str | None = None) -> Response:
     """The problem response of an SDK error."""
     code = error.code if error.code in STATUS_OF_CODE else "oracle_agent_memory_error"
