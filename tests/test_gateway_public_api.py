@@ -19,9 +19,13 @@ OWN = ("self", "cls")
 """Names through which a class reaches its own private attributes."""
 ATTRIBUTE_CALLS = ("getattr", "setattr", "hasattr", "delattr")
 
-ALLOWED: dict[tuple[str, str], str] = {}
-"""``(module path under oam_gateway, reach as written)`` -> why it is legitimate. Empty: the
-gateway needs nothing private."""
+ALLOWED: dict[tuple[str, str], str] = {
+    ("middleware/rate_limit_memory.py", "MemoryStorage._MemoryStorage__schedule_expiry"):
+        "limits' MemoryStorage offers no public way to pace its sweep of expired keys; "
+        "tests/test_gateway_rate_limit_memory.py fails by name if limits renames the hook",
+}
+"""``(module path under oam_gateway, reach as written)`` -> why it is legitimate. Nothing of
+the SDK: the one entry is a third-party library's hook."""
 
 
 def is_private(name: str) -> bool:

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from oam_gateway.config.limits import LimitSettings, RateLimitStrategy
 from oam_gateway.errors.problems import problem_response
 from oam_gateway.middleware.bearer import PRINCIPAL_SCOPE_KEY
+from oam_gateway.middleware.rate_limit_memory import PacedMemoryStorage
 from oam_gateway.tenancy.principal import Principal
 
 __all__ = ["UNLIMITED_PATHS", "RateLimitMiddleware", "rate_limiter_for"]
@@ -44,7 +45,9 @@ _STRATEGIES: dict[RateLimitStrategy, type[RateLimiter]] = {
 def rate_limiter_for(settings: LimitSettings) -> RateLimiter:
     """The limiter of ``settings``: its strategy over its (async) storage."""
     uri = settings.rate_limit_storage_uri
-    storage = storage_from_string(uri if uri.startswith("async+") else f"async+{uri}")
+    scheme = uri.split("://", 1)[0]
+    storage = (PacedMemoryStorage() if scheme in ("memory", "async+memory")
+               else storage_from_string(uri if uri.startswith("async+") else f"async+{uri}"))
     return _STRATEGIES[settings.rate_limit_strategy](storage)
 
 
