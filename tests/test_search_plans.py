@@ -117,3 +117,32 @@ def test_a_scoped_exact_round_is_prepared_on_its_first_execution(dds: Any) -> No
             "SELECT generic_plans + custom_plans FROM pg_prepared_statements "
             "WHERE statement LIKE '%<=> $1::vector) + 0 AS d%' AND NOT from_sql").fetchall()
         assert rows == [(1,)]
+
+
+def test_rounds_with_a_metadata_filter_leave_nothing_prepared(dds: Any) -> None:
+    """A filter is the caller's own shape: preparing each would let one caller fill a pooled
+    connection with prepared statements, which every later context apply on it reads."""
+    store_id = dds.new_store(vector_dim=DIM)
+    vectors = np.random.default_rng(9).standard_normal((60, DIM)).astype(np.float32)
+    with dds.owner_store(store_id) as owner:
+        owner.add([f"m{n}" for n in range(60)], "memory", user_ids="alice",
+                  embeddings=list(vectors), metadata=[{"k0": n % 3} for n in range(60)])
+
+    def search_rounds(conn: psycopg.Connection[Any]) -> int:
+        row = conn.execute("SELECT count(*) FROM pg_prepared_statements "
+                           "WHERE statement LIKE '%$1::vector%' AND NOT from_sql").fetchone()
+        assert row is not None
+        return int(row[0])
+
+    with psycopg.connect(dds.runtime_url) as conn:
+        with dds.runtime_store(store_id, "alice", pool=conn, vector_dim=DIM) as store:
+            for size in range(1, 7):  # six filter shapes: one to six keys
+                store.search(None, 3, query_vector=vectors[size], user_id="alice",
+                             exact_user_match=True,
+                             metadata_filter={f"k{key}": 1 for key in range(size)})
+            filtered = search_rounds(conn)
+            found = store.search(None, 3, query_vector=vectors[7], user_id="alice",
+                                 exact_user_match=True)
+        assert filtered == 0
+        assert found[0][0].content == "m7"
+        assert search_rounds(conn) == 1  # positive control: the unfiltered round is prepared

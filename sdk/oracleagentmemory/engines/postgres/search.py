@@ -103,12 +103,15 @@ class PostgresCandidates(CandidateSource):
             _configure(self._conn, budget)
         statement, params = round_statement(self._names, plan, budget, exact, scoped)
         cursor = _search_cursor(self._conn)
+        # Prepared at once (psycopg would wait for the sixth execution): one plan per
+        # connection and statement shape, not one per search. A round with a metadata filter
+        # is the caller's own shape: never prepared, so no caller can fill a pooled connection
+        # with prepared statements (each of which every later context apply on it reads).
+        prepare = plan.metadata_filter is None
         if exact and scoped:
-            rows = _without_bitmap_scans(self._conn, statement, params, cursor)
+            rows = _without_bitmap_scans(self._conn, statement, params, cursor, prepare=prepare)
         else:
-            # Prepared at once (psycopg would wait for the sixth execution): one plan per
-            # connection and statement shape, not one per search.
-            rows = cursor.execute(statement, params, prepare=True).fetchall()
+            rows = cursor.execute(statement, params, prepare=prepare).fetchall()
         if plan.mode != "hybrid":
             return CandidateRound(sides=([(r[0], r[1], float(r[2])) for r in rows],),
                                   exact=exact)
@@ -256,22 +259,24 @@ def _search_cursor(conn: psycopg.Connection[Any]) -> psycopg.RawCursor[Any]:
 
 
 def _without_bitmap_scans(conn: psycopg.Connection[Any], statement: sql.SQL | sql.Composed | str,
-                          params: list[Any], cursor: psycopg.Cursor[Any] | None = None
-                          ) -> list[tuple[Any, ...]]:
+                          params: list[Any], cursor: psycopg.Cursor[Any] | None = None, *,
+                          prepare: bool = True) -> list[tuple[Any, ...]]:
     """Run a scoped exact statement with bitmap scans off for it alone, in one round trip.
 
     Under row-level security the ORed policies (own rows, or global ones) make the planner
     combine two bitmap index scans, which must read every chunk's heap page; without bitmap
     scans it reads the user's vectors from the scope index alone (an index-only scan, the
     policies checked on the index's ``user_id`` and ``record_type``). A compiled round, run on
-    the search's ``cursor``, is prepared on its first execution like the other rounds.
+    the search's ``cursor``, is prepared on its first execution like the other rounds (unless
+    ``prepare`` is false: a round with a metadata filter).
     """
     with conn.pipeline():
         # The caller's value is kept in a transaction-local placeholder and restored after.
         conn.execute("SELECT set_config('oam_search.enable_bitmapscan', "
                      "current_setting('enable_bitmapscan'), true), "
                      "set_config('enable_bitmapscan', 'off', true)")
-        cur = (cursor or conn.cursor()).execute(statement, params, prepare=cursor is not None)
+        cur = (cursor or conn.cursor()).execute(statement, params,
+                                                prepare=prepare and cursor is not None)
         conn.execute("SELECT set_config('enable_bitmapscan', "
                      "current_setting('oam_search.enable_bitmapscan'), true)")
     return cur.fetchall()
