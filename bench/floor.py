@@ -12,10 +12,7 @@ measured runs, directly connected.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -27,6 +24,7 @@ from floor_app import embedder_of
 from floor_program import build, vector_value
 from pg_relay import Relay, RelayConnection, relayed_url
 from pg_wire import flights_of, rows_of
+from served import free_port, served_process
 
 __all__ = ["FloorProcess", "FloorStudy", "floor_process", "study_floor"]
 
@@ -75,50 +73,21 @@ def floor_process(settings: FloorSettings, program: dict[str, Any], directory: P
     login, a relay's say)."""
     program_file = directory / "floor-program.json"
     program_file.write_text(json.dumps(program), encoding="utf-8")
-    port = _free_port()
-    log_path = directory / f"floor-{port}.log"
-    log = log_path.open("w", encoding="utf-8")
+    port = free_port()
     command = [sys.executable, str(FLOOR_APP), "--program", str(program_file), "--port",
                str(port), "--database-url", database_url or settings.database_url, "--pool",
                str(settings.pool), "--app-token-file", str(settings.app_token_file),
                "--identity-provider", settings.identity_provider, "--embedder",
                settings.embedder, "--dimension", str(settings.dimension), "--pipeline",
                settings.pipeline]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log,
-                               env={**os.environ})
-    base = f"http://127.0.0.1:{port}"
+    log_path = directory / f"floor-{port}.log"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the floor did not start: "
-                                   f"{log_path.read_text(encoding='utf-8')[-2000:]}")
-            time.sleep(0.1)
-        yield FloorProcess(base, process.pid)
+        with served_process("floor", command, port, log_path) as served:
+            yield FloorProcess(served.base, served.pid)
     except BaseException:
         print(f"the floor's log ends: {log_path.read_text(encoding='utf-8')[-3000:]}",
               file=sys.stderr)
         raise
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 StartGateway = Callable[[str], AbstractContextManager[Any]]

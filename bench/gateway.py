@@ -80,7 +80,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -102,6 +101,7 @@ from oracleagentmemory.core.deepsec import (  # noqa: E402
     create_end_user_security_context,
 )
 from psycopg_pool import ConnectionPool  # noqa: E402
+from served import free_port, served_process  # noqa: E402
 
 SEED = 20261201
 OPS = ("get", "search", "add")
@@ -187,45 +187,13 @@ def gateway_process(env: DdsEnvironment, store_id: str, directory: Path, pool: i
     """``oam-gateway serve`` for the store, on a free port (connecting to ``database_url``,
     by default the runtime login's URL)."""
     settings = write_settings(env, store_id, directory, pool, embedder, dimension)
-    port = _free_port()
+    port = free_port()
     command = [str(Path(sys.executable).with_name("oam-gateway")), "serve", "--settings",
                str(settings), "--port", str(port), "--workers", str(workers)]
     env_vars = {**os.environ, "OAM_GATEWAY_DATABASE_URL": database_url or env.runtime_url}
-    log_path = directory / f"gateway-{port}.log"  # a file, not a pipe nobody drains
-    log = log_path.open("w", encoding="utf-8")
-    process = subprocess.Popen(command, env=env_vars, stdout=subprocess.DEVNULL, stderr=log,
-                               text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None:
-                raise RuntimeError("the gateway did not start: "
-                                   f"{log_path.read_text(encoding='utf-8')[-2000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError("the gateway did not start in 120 s")
-            time.sleep(0.1)
-        yield GatewayProcess(base, process.pid)
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    with served_process("gateway", command, port, directory / f"gateway-{port}.log",
+                        env_vars) as served:
+        yield GatewayProcess(served.base, served.pid)
 
 
 # --- results ----------------------------------------------------------------------------------
