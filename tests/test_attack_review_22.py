@@ -255,10 +255,10 @@ def test_a_transaction_with_a_caught_failure_does_not_report_a_commit(
                                         memory_store_id=store_id, schema_owner=OWNER)
             store.add(["first"], "memory", record_ids="taken")
             # Positive control: a block without a failure stores what it wrote.
-            with store._atomic():
+            with store.transaction():
                 store.add(["stored"], "memory", record_ids="stored")
             assert store.get("memory", "stored") is not None
-            with pytest.raises(DatabaseError, match="none of it was stored"), store._atomic():
+            with pytest.raises(DatabaseError, match="none of it was stored"), store.transaction():
                 store.add(["lost"], "memory", record_ids="lost")
                 with pytest.raises(DuplicateRecordError):
                     store.add(["again"], "memory", record_ids="taken")

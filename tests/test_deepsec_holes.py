@@ -706,7 +706,7 @@ def test_an_atomic_block_never_lends_its_session_to_another_end_user(dds: Any) -
     """The gateway's batch runs a store's operations in one pinned session: an operation made
     inside the block in another end user's context must not run on it as the block's user."""
     fresh = seed(dds)
-    with dds.runtime_store(fresh.store_id, "alice") as store, store._atomic():
+    with dds.runtime_store(fresh.store_id, "alice") as store, store.transaction():
         # Positive control: in the block's own context the pinned session serves her.
         assert store.get("memory", "a1").content == "memory a1 of alice"
         with OracleMemoryEndUserSecurityContext(dds.context("bob")):

@@ -143,8 +143,6 @@ class OracleDBMemoryStore(StoreWrites, StoreReads, StoreSearch, StoreRelations,
             finally:
                 _ATOMIC.reset(token)
 
-    _atomic = transaction  # the earlier private name, kept for callers that still use it
-
     def _default_user_id(self) -> str | _NotSetMarker:
         """In a NO_CHECK store, an omitted user id is the active end user's name."""
         if self._policy is SchemaPolicy.NO_CHECK:
