@@ -43,8 +43,13 @@ class LimitSettings(BaseModel):
     rate_limit_storage_uri: str = "memory://"
     """Where the counters live: ``memory://`` (this process), or a shared store when several
     replicas serve one deployment (``redis://host:6379/0``, ``redis+sentinel://...``; needs
-    ``coredis``, the ``limits[async-redis]`` extra). An unusable URI fails when the app is
-    built, not on the first request."""
+    ``coredis``, the ``limits[async-redis]`` extra, installed by the project's ``redis`` extra).
+    An unusable URI fails when the app is built, not on the first request. While a shared store
+    does not answer, each replica counts its own requests (the limit holds per replica, no
+    request fails for it; logged as a WARNING) and tries the store again every second."""
+    rate_limit_storage_timeout_seconds: float = Field(default=0.25, gt=0, le=10)
+    """How long a request waits for the shared rate-limit store (to connect, or to answer)
+    before counting in this replica instead (Redis only; ``memory://`` never waits)."""
     rate_limit_strategy: RateLimitStrategy = "sliding-window-counter"
     """The ``limits`` strategy: ``sliding-window-counter`` (default, smooth and O(1) memory),
     ``fixed-window`` (cheapest, allows bursts at window edges) or ``moving-window`` (exact)."""

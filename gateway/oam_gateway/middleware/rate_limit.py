@@ -5,6 +5,10 @@ user name, so it runs after :class:`~oam_gateway.middleware.bearer.BearerAuthMid
 request without a principal (a probe, an unauthenticated request the authentication already
 refused) is not counted. Over the limit the answer is 429 ``rate-limited`` with
 ``Retry-After`` and the IETF ``RateLimit`` / ``RateLimit-Policy`` headers.
+
+With ``memory://`` the counters live in this process; with a shared store (``redis://...``)
+every replica counts in it, and while it does not answer each replica counts its own requests
+(:class:`~oam_gateway.middleware.rate_limit_shared.SharedStoreLimiter`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+from typing import Protocol
 from urllib.parse import quote
 
 import limits
@@ -22,15 +27,17 @@ from limits.aio.strategies import (
     SlidingWindowCounterRateLimiter,
 )
 from limits.storage import storage_from_string
+from limits.util import WindowStats
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from oam_gateway.config.limits import LimitSettings, RateLimitStrategy
 from oam_gateway.errors.problems import problem_response
 from oam_gateway.middleware.bearer import PRINCIPAL_SCOPE_KEY
 from oam_gateway.middleware.rate_limit_memory import PacedMemoryStorage
+from oam_gateway.middleware.rate_limit_shared import SharedStoreLimiter
 from oam_gateway.tenancy.principal import Principal
 
-__all__ = ["UNLIMITED_PATHS", "RateLimitMiddleware", "rate_limiter_for"]
+__all__ = ["UNLIMITED_PATHS", "Limiter", "RateLimitMiddleware", "rate_limiter_for"]
 
 UNLIMITED_PATHS = frozenset({"/healthz", "/readyz"})
 """Probes are never rate limited."""
@@ -42,20 +49,42 @@ _STRATEGIES: dict[RateLimitStrategy, type[RateLimiter]] = {
 }
 
 
-def rate_limiter_for(settings: LimitSettings) -> RateLimiter:
-    """The limiter of ``settings``: its strategy over its (async) storage."""
+_COREDIS_SCHEMES = frozenset({"redis", "rediss", "redis+unix", "redis+sentinel",
+                              "redis+cluster"})
+"""The storage schemes ``limits`` serves with ``coredis`` (which takes the timeouts below)."""
+
+
+class Limiter(Protocol):
+    """What the middleware asks of a limiter (``limits``' async strategies answer it)."""
+
+    async def hit(self, item: limits.RateLimitItem, *identifiers: str) -> bool: ...
+
+    async def get_window_stats(self, item: limits.RateLimitItem,
+                               *identifiers: str) -> WindowStats: ...
+
+
+def rate_limiter_for(settings: LimitSettings) -> Limiter:
+    """The limiter of ``settings``: its strategy over its (async) storage; over a shared store,
+    with this process's counters in reserve for while the store does not answer."""
+    strategy = _STRATEGIES[settings.rate_limit_strategy]
     uri = settings.rate_limit_storage_uri
-    scheme = uri.split("://", 1)[0]
-    storage = (PacedMemoryStorage() if scheme in ("memory", "async+memory")
-               else storage_from_string(uri if uri.startswith("async+") else f"async+{uri}"))
-    return _STRATEGIES[settings.rate_limit_strategy](storage)
+    scheme = uri.removeprefix("async+").split("://", 1)[0]
+    if scheme == "memory":
+        return strategy(PacedMemoryStorage())
+    timeout = settings.rate_limit_storage_timeout_seconds
+    options = ({"connect_timeout": timeout, "stream_timeout": timeout}
+               if scheme in _COREDIS_SCHEMES else {})
+    storage = storage_from_string(f"async+{uri.removeprefix('async+')}", **options)
+    errors = storage.base_exceptions
+    return SharedStoreLimiter(strategy(storage), strategy(PacedMemoryStorage()),
+                              errors if isinstance(errors, tuple) else (errors,))
 
 
 class RateLimitMiddleware:
     """Answers 429 when the request's end user has used up one of ``items``."""
 
     def __init__(self, app: ASGIApp, items: list[limits.RateLimitItem],
-                 limiter: RateLimiter) -> None:
+                 limiter: Limiter) -> None:
         self._app = app
         self._items = items
         self._limiter = limiter
