@@ -49,12 +49,14 @@ async def _answer(reader: asyncio.StreamReader) -> int:
     return status
 
 
-def run_load(base: str, requests: Sequence[bytes], connections: int, seconds: float,
-             timeout: float = 10.0) -> tuple[list[float], int, float]:
+def run_load(base: str | Sequence[str], requests: Sequence[bytes], connections: int,
+             seconds: float, timeout: float = 10.0) -> tuple[list[float], int, float]:
     """Latencies (s) of the answered requests, the errors (status >= 300, a broken connection
-    or a timeout, as ``wrk`` counts them) and the seconds elapsed."""
-    parts = urlsplit(base)
-    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    or a timeout, as ``wrk`` counts them) and the seconds elapsed. ``base`` may be several
+    servers (replicas): connection ``i`` goes to the ``i``-th in turn, as a load balancer
+    spreads connections."""
+    addresses = [(parts.hostname or "127.0.0.1", parts.port or 80) for parts in
+                 map(urlsplit, [base] if isinstance(base, str) else base)]
 
     async def main() -> tuple[list[float], int, float]:
         latencies: list[float] = []
@@ -64,6 +66,7 @@ def run_load(base: str, requests: Sequence[bytes], connections: int, seconds: fl
         async def one(index: int) -> None:
             nonlocal errors
             n = index
+            host, port = addresses[index % len(addresses)]
             reader, writer = await asyncio.open_connection(host, port)
             try:
                 while True:  # at least one request per connection, however late it opened
