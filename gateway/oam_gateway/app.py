@@ -41,8 +41,11 @@ _log = logging.getLogger(__name__)
 
 
 def create_app(settings: GatewaySettings, verifier: TokenVerifier | None = None,
-               endpoints: Sequence[Endpoint] = ENDPOINTS) -> Starlette:
-    """The gateway for ``settings`` (keys from the settings unless ``verifier`` is given)."""
+               endpoints: Sequence[Endpoint] = ENDPOINTS,
+               extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
+    """The gateway for ``settings`` (keys from the settings unless ``verifier`` is given);
+    ``extra_routes`` are served first, open like ``/docs`` (``oam-gateway dev``'s
+    authorization server)."""
     token_verifier = verifier or TokenVerifier.from_settings(settings)
     tenants = Tenants(settings.tenant_settings(),
                       transaction_timeout_seconds=settings.limits.request_timeout_seconds)
@@ -65,6 +68,7 @@ def create_app(settings: GatewaySettings, verifier: TokenVerifier | None = None,
         return HTMLResponse(page)
 
     routes: list[BaseRoute] = [
+        *extra_routes,
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
