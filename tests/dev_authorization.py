@@ -9,6 +9,8 @@ users ``alice`` and ``bob`` in group ``team``.
 
 :class:`Browser` answers the sign-in page as a person would: it loads the page, picks a
 user and follows nothing (it returns the redirect to the client's redirect URI).
+:func:`mcp_session_as` is an MCP session whose client signs in with the ``mcp`` package's
+OAuth support.
 """
 
 from __future__ import annotations
@@ -27,10 +29,21 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import anyio
 import httpx
+import httpx2
 import uvicorn
 from dds import GROUP, OWNER, POLICIES, DdsEnvironment
 from gateway_live import VECTOR_DIM, gateway_settings
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
 from oam_gateway.app import create_app
 from oam_gateway.cli import DEV_AUDIENCE
 from oam_gateway.dev.authorization_server import (
@@ -43,9 +56,13 @@ from oracleagentmemory.core.deepsec import (
     identities,
 )
 from oracleagentmemory.devissuer import DevIssuer
+from pydantic import AnyUrl
 from starlette.types import ASGIApp
 
 DEMO_USERS = {"alice": [GROUP], "bob": [GROUP]}
+CALLBACK = "http://127.0.0.1:33418/callback"
+"""The redirect URI the test clients register (never served: the code is read from the
+redirect's ``Location``)."""
 _ids = itertools.count(1)
 
 
@@ -152,3 +169,57 @@ def redirect_parameters(response: httpx.Response) -> dict[str, str]:
     assert response.status_code == 303, (response.status_code, response.text)
     query = parse_qs(urlsplit(response.headers["location"]).query)
     return {key: values[0] for key, values in query.items()}
+
+
+class MemoryTokenStorage:
+    """The MCP client's token storage, in memory."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+def mcp_session_as(url: str, user: str, storage: MemoryTokenStorage, work: Any) -> Any:
+    """Run ``work(session)`` in an MCP session of the gateway at ``url``, as the ``mcp``
+    package's ``OAuthClientProvider`` signs in (discovery, registration, the sign-in page
+    answered by picking ``user``, the code exchange)."""
+    browser = Browser(url)
+    answers: list[httpx.Response] = []
+
+    async def redirect_handler(authorization_url: str) -> None:
+        answers.append(browser.sign_in(authorization_url, user))
+
+    async def callback_handler() -> AuthorizationCodeResult:
+        found = redirect_parameters(answers[-1])
+        return AuthorizationCodeResult(code=found["code"], state=found["state"])
+
+    auth = OAuthClientProvider(
+        f"{url}/mcp",
+        OAuthClientMetadata(redirect_uris=[AnyUrl(CALLBACK)], client_name="mcp test client",
+                            grant_types=["authorization_code", "refresh_token"]),
+        storage, redirect_handler=redirect_handler, callback_handler=callback_handler)
+
+    async def main() -> Any:
+        async with (httpx2.AsyncClient(auth=auth, timeout=30) as http,
+                    streamable_http_client(f"{url}/mcp", http_client=http)
+                    as (read, write),
+                    ClientSession(read, write) as session):
+            await session.initialize()
+            return await work(session)
+
+    try:
+        return anyio.run(main)
+    finally:
+        browser.close()

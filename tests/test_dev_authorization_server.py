@@ -20,35 +20,25 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-import anyio
 import httpx
-import httpx2
 import pytest
 from dds import DdsEnvironment
 from dev_authorization import (
+    CALLBACK,
     Browser,
     DevGateway,
+    MemoryTokenStorage,
     dev_gateway,
+    mcp_session_as,
     redirect_parameters,
     sign_in_form,
 )
 from joserfc import jwt
 from joserfc.jwk import KeySet
-from mcp.client.auth import OAuthClientProvider
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import (
-    AuthorizationCodeResult,
-    OAuthClientInformationFull,
-    OAuthClientMetadata,
-    OAuthToken,
-)
 from oam_gateway.cli import DEV_AUDIENCE
 from oam_gateway.dev.authorization_server.routes import CSRF_COOKIE
 from oracleagentmemory.apis.records import ScopedRecord
-from pydantic import AnyUrl
-
-CALLBACK = "http://127.0.0.1:33418/callback"
 
 
 @pytest.fixture(scope="module")
@@ -180,59 +170,6 @@ def test_the_metadata_names_the_gateway_as_authorization_server(gateway: DevGate
 
 # --- the MCP client's whole dance ----------------------------------------------------------------
 
-class MemoryTokenStorage:
-    """The MCP client's token storage, in memory."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
-
-
-def mcp_session_as(gateway: DevGateway, user: str, storage: MemoryTokenStorage,
-                   work: Any) -> Any:
-    """Run ``work(session)`` in an MCP session whose OAuth sign-in picks ``user``."""
-    browser = Browser(gateway.url)
-    answers: list[httpx.Response] = []
-
-    async def redirect_handler(authorization_url: str) -> None:
-        answers.append(browser.sign_in(authorization_url, user))
-
-    async def callback_handler() -> AuthorizationCodeResult:
-        found = redirect_parameters(answers[-1])
-        return AuthorizationCodeResult(code=found["code"], state=found["state"])
-
-    auth = OAuthClientProvider(
-        f"{gateway.url}/mcp",
-        OAuthClientMetadata(redirect_uris=[AnyUrl(CALLBACK)], client_name="mcp test client",
-                            grant_types=["authorization_code", "refresh_token"]),
-        storage, redirect_handler=redirect_handler, callback_handler=callback_handler)
-
-    async def main() -> Any:
-        async with (httpx2.AsyncClient(auth=auth, timeout=30) as http,
-                    streamable_http_client(f"{gateway.url}/mcp", http_client=http)
-                    as (read, write),
-                    ClientSession(read, write) as session):
-            await session.initialize()
-            return await work(session)
-
-    try:
-        return anyio.run(main)
-    finally:
-        browser.close()
-
-
 async def _structured(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
     result = await session.call_tool(tool, arguments)
     assert not result.is_error, result.content
@@ -249,7 +186,7 @@ def test_an_mcp_client_signs_in_with_oauth_and_calls_tools(gateway: DevGateway) 
         found = await _structured(session, "search", query="where are the bees", k=5)
         return made, found
 
-    made, found = mcp_session_as(gateway, "alice", alice_storage, alice_work)
+    made, found = mcp_session_as(gateway.url, "alice", alice_storage, alice_work)
     assert made["user_id"] == gateway.user_id("alice")  # the signed-in user, by the database
     assert made["id"] in [hit["record"]["id"] for hit in found["results"]]
     assert alice_storage.client is not None  # registered dynamically
@@ -265,7 +202,7 @@ def test_an_mcp_client_signs_in_with_oauth_and_calls_tools(gateway: DevGateway) 
         other = await session.call_tool("get_memory", {"memory_id": made["id"]})
         return found, other.is_error
 
-    bob_found, bob_refused = mcp_session_as(gateway, "bob", bob_storage, bob_work)
+    bob_found, bob_refused = mcp_session_as(gateway.url, "bob", bob_storage, bob_work)
     assert bob_found["results"] == []  # none of alice's rows
     assert bob_refused
     with gateway.dds.owner_store(gateway.store_id) as owner:  # no row security

@@ -2,13 +2,14 @@
 
 ``oam-gateway serve --settings FILE`` serves the gateway the settings describe (a TOML file,
 overridden by ``OAM_GATEWAY_*`` environment variables). ``oam-gateway dev`` starts the embedded
-database, provisions a demo tenant on it through the admin identity (``oam_gateway.dev.provision``),
-serves it on 127.0.0.1 trusting a local development token issuer, and prints ``curl`` lines with
-tokens of the demo users; its key and the tenant's secrets stay in ``--state-dir``. It binds its
-port before anything else, and on Ctrl+C stops the embedded database if it started it (else
-says how to stop it). ``oam-gateway token --user NAME`` mints a token from that issuer: the
-running ``dev``'s unless ``--state-dir`` names another; it never makes a key. Development only:
-the issuer's private key is on this machine.
+database, provisions a demo tenant on it through the admin identity
+(``oam_gateway.dev.provision``), serves it on 127.0.0.1 with a development OAuth 2.1 authorization
+server on the same origin (``oam_gateway.dev.authorization_server``: MCP clients and the console
+sign the demo users in), and prints ``curl`` lines with tokens of the demo users; its key and the
+tenant's secrets stay in ``--state-dir``. It binds its port before anything else, and on Ctrl+C
+stops the embedded database if it started it (else says how to stop it). ``oam-gateway token --user
+NAME`` mints a token from that issuer: the running ``dev``'s unless ``--state-dir`` names another;
+it never makes a key. Development only: the issuer's private key is on this machine.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from oam_gateway.middleware.request_log import configure_audit_log
 __all__ = ["DEFAULT_SCOPE", "DEV_AUDIENCE", "DEV_ISSUER", "PRINTED_TOKEN_SECONDS", "main"]
 
 DEV_ISSUER = "https://dev-issuer.oam.local"
+"""The name of an issuer key made outside ``dev`` (``dev`` names it after the URL it serves:
+its authorization server is the gateway's own origin)."""
 DEV_AUDIENCE = "oam-gateway-dev"
 DEFAULT_SCOPE = "memory:read memory:write"
 PRINTED_TOKEN_SECONDS = 3600
@@ -108,10 +111,11 @@ def _run_dev(args: argparse.Namespace) -> int:
     data_dir = embedded.default_data_dir()
     was_running = embedded.is_running(data_dir)
     state = DevState(Path(args.state_dir))
-    issuer = state.issuer(DEV_ISSUER)
+    base = f"http://127.0.0.1:{args.port}"
+    issuer = state.issuer(base)  # the authorization server is the gateway's own origin
     _progress(f"WARNING: the development token issuer {issuer.issuer!r} (key in "
               f"{state.directory}) is for development only; never trust it in production")
-    record = announce(f"http://127.0.0.1:{args.port}", state.directory)
+    record = announce(base, state.directory)
     try:
         with listener:
             return _provision_and_serve(args, state, issuer, listener)
@@ -129,6 +133,10 @@ def _provision_and_serve(args: argparse.Namespace, state: DevState, issuer: DevI
 
     from oam_gateway.app import create_app
     from oam_gateway.dev import provision as dev_provision
+    from oam_gateway.dev.authorization_server import (
+        DevAuthorizationServer,
+        authorization_server_routes,
+    )
     from oam_gateway.dev.flow import flow_lines
     from oam_gateway.tenancy.tenants import shared_embedder
 
@@ -153,11 +161,16 @@ def _provision_and_serve(args: argparse.Namespace, state: DevState, issuer: DevI
                                  lifetime_seconds=PRINTED_TOKEN_SECONDS, scope=DEFAULT_SCOPE)
               for user, groups in tenant.users.items()}
     state_arg = "" if Path(args.state_dir) == default_state_dir() else str(state.directory)
+    authorization_server = DevAuthorizationServer(issuer, DEV_AUDIENCE, tenant.users)
+    _progress(f"MCP clients sign in with OAuth at {base}/mcp (authorization server {base}, "
+              f"metadata {base}/.well-known/oauth-authorization-server; demo users "
+              f"{', '.join(tenant.users)})")
     _progress(f"serving {base} (memory store {dev_provision.MEMORY_STORE_ID!r}); try:")
     print("\n".join(flow_lines(base, tokens, PRINTED_TOKEN_SECONDS, state_arg)), flush=True)
     configure_audit_log(sys.stderr)  # stdout holds the lines above
     gateway = uvicorn.Server(uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=args.port, log_level="info",
+        create_app(settings, extra_routes=authorization_server_routes(authorization_server)),
+        host="127.0.0.1", port=args.port, log_level="info",
         access_log=False))  # the audit events are the access log
     gateway.run(sockets=[listener])
     return 0 if gateway.started else 1

@@ -147,11 +147,12 @@ def _identity_provider(admin_url: str, issuer: DevIssuer, audience: str,
                                                       issuer.jwks())
             outcome.append("exists, keys refreshed")
             return
-        if known is not None:
+        if known is not None:  # dev serves another URL: the issuer is named after it
             identities.remove_identity_provider(admin_url, IDENTITY_PROVIDER)
         identities.add_identity_provider(admin_url, IDENTITY_PROVIDER, issuer=issuer.issuer,
                                          audience=audience, jwks=issuer.jwks())
-        outcome.append("registered")
+        outcome.append("registered" if known is None else
+                       f"issuer changed from {known.issuer} (its group grants kept)")
 
 
 def _grant(admin_url: str, progress: Progress) -> None:

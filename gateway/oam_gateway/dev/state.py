@@ -2,7 +2,8 @@
 
 Everything ``dev`` needs to find the demo tenant again lives here, so a second run reuses it:
 
-- ``signing-key.json``, ``issuer.json``, ``jwks.json``: the development token issuer;
+- ``signing-key.json``, ``issuer.json``, ``jwks.json``: the development token issuer (named
+  after the URL the last ``dev`` served, as its authorization server is on that origin);
 - ``app-token``: the demo application's database access token (never printed or logged);
 - ``runtime.pgpass``: the runtime login's password (a libpq password file);
 - ``admin.pgpass``: the passwords of the schema owner and the policy administrator;
@@ -65,10 +66,16 @@ class DevState:
     directory: Path
 
     def issuer(self, issuer_id: str) -> DevIssuer:
-        """The development issuer (created on first use); its JWKS written next to its key."""
+        """The development issuer named ``issuer_id`` (its key created on first use, kept
+        after; a new name is recorded, as ``dev`` names it after the URL it serves); its JWKS
+        written next to its key."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        issuer = (DevIssuer.load(self.directory) if (self.directory / "issuer.json").exists()
+        config = self.directory / "issuer.json"
+        issuer = (DevIssuer.load(self.directory) if config.exists()
                   else DevIssuer.create(self.directory, issuer_id))
+        if issuer.issuer != issuer_id:
+            config.write_text(json.dumps({"issuer": issuer_id}), encoding="utf-8")
+            issuer = DevIssuer(issuer_id, issuer.key)
         self.jwks_file.write_text(json.dumps(issuer.jwks()), encoding="utf-8")
         return issuer
 
