@@ -24,6 +24,7 @@ from starlette.routing import BaseRoute, Route
 
 from oam_gateway.auth.verifier import TokenRejected, TokenVerifier
 from oam_gateway.config.settings import GatewaySettings
+from oam_gateway.console.routes import Console
 from oam_gateway.errors.problems import problem_response
 from oam_gateway.errors.sdk_problems import sdk_problem
 from oam_gateway.mcp.server import McpGateway
@@ -79,6 +80,7 @@ def create_app(settings: GatewaySettings, verifier: TokenVerifier | None = None,
                      methods=[e.method], name=e.operation) for e in endpoints]
     mcp = McpGateway(settings, tenants)
     routes += mcp.routes
+    routes += Console(settings, tenants, token_verifier, tuple(endpoints)).routes
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

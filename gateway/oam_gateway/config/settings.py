@@ -84,6 +84,11 @@ class GatewaySettings(BaseSettings):
     pool_min_size: int = Field(default=1, ge=0, le=256)
     pool_max_size: int = Field(default=8, ge=1, le=256)
     pool_timeout_seconds: float = Field(default=5.0, gt=0, le=120)
+    console_client_id: str | None = Field(default=None, min_length=1)
+    """One-tenant mode: the console's OAuth client at the identity provider (``None``: no
+    console)."""
+    console_client_secret: SecretStr | None = None
+    """One-tenant mode: the console client's secret, when it is confidential."""
 
     tenants: dict[str, TenantSettings] = Field(default_factory=dict)
     """Several tenants by name (then the one-tenant fields above stay unset)."""
@@ -180,7 +185,9 @@ class GatewaySettings(BaseSettings):
             search_strategy=self.search_strategy, embedder=self.embedder,
             embedding_dimension=self.embedding_dimension,
             pool_min_size=self.pool_min_size, pool_max_size=self.pool_max_size,
-            pool_timeout_seconds=self.pool_timeout_seconds)}
+            pool_timeout_seconds=self.pool_timeout_seconds,
+            console_client_id=self.console_client_id,
+            console_client_secret=self.console_client_secret)}
 
     def application_token(self) -> str | None:
         """One-tenant mode: the application token, from the setting or its file (stripped)."""
@@ -191,7 +198,8 @@ class GatewaySettings(BaseSettings):
 _ONE_TENANT_FIELDS = ("database_url", "oracle", "memory_store_id", "schema_owner", "app_token",
                       "app_token_file", "end_user_mode", "group_roles", "search_strategy",
                       "embedder", "embedding_dimension", "pool_min_size", "pool_max_size",
-                      "pool_timeout_seconds", "identity_provider")
+                      "pool_timeout_seconds", "identity_provider", "console_client_id",
+                      "console_client_secret")
 
 
 def _secure_url(url: str) -> bool:

@@ -66,6 +66,12 @@ class TenantSettings(BaseModel):
     """How long a request waits for a pooled connection before it answers 503, queueing behind
     other requests included (on Oracle, the pool's own wait after the queue takes up to as long
     again)."""
+    console_client_id: str | None = Field(default=None, min_length=1)
+    """The console's OAuth client at the identity provider (``/console`` signs this tenant's
+    people in with it); ``None``: no console for this tenant."""
+    console_client_secret: SecretStr | None = None
+    """The console client's secret when the provider registered it as confidential (``None``:
+    a public client, PKCE alone)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> TenantSettings:
@@ -81,6 +87,8 @@ class TenantSettings(BaseModel):
                              "whose users the application vouches for)")
         if self.pool_min_size > self.pool_max_size:
             raise ValueError("pool_min_size must not exceed pool_max_size")
+        if self.console_client_secret is not None and self.console_client_id is None:
+            raise ValueError("console_client_secret needs console_client_id")
         return self
 
     @property

@@ -1,0 +1,413 @@
+"""The console's routes under ``/console``: sign-in, sign-out and the pages.
+
+:class:`Console` signs people in with their tenant's identity provider
+(:mod:`~oam_gateway.console.signin`), keeps their session on the server
+(:mod:`~oam_gateway.console.sessions`) and answers each page with the REST operations run as
+them (:mod:`~oam_gateway.console.operations`). A page without a live session (none, signed
+out, expired, or its token no longer verifies) sends the browser to the sign-in page; a form
+without the session's CSRF token is refused with 403. The session cookie is HttpOnly,
+``SameSite=Lax`` and ``Secure`` (with the ``__Host-`` prefix) unless the console is served over
+plain HTTP on a loopback address, as ``oam-gateway dev`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from importlib.resources import files
+
+from authlib.common.security import generate_token  # type: ignore[import-untyped]
+from oracleagentmemory.errors import OracleAgentMemoryError
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from oam_gateway.auth.jwks import KeysUnavailable
+from oam_gateway.auth.verifier import TokenRejected, TokenVerifier
+from oam_gateway.config.settings import GatewaySettings
+from oam_gateway.console import pages
+from oam_gateway.console.graph import Neighbour, relation_graph
+from oam_gateway.console.headers import secured
+from oam_gateway.console.markup import Html
+from oam_gateway.console.operations import PersonOperations
+from oam_gateway.console.sessions import (
+    SESSION_LIFETIME_SECONDS,
+    ConsoleSession,
+    PendingSignIn,
+    PendingSignIns,
+    SessionStore,
+)
+from oam_gateway.console.signin import IdentityProvider, SignInFailed
+from oam_gateway.errors.sdk_problems import sdk_problem
+from oam_gateway.middleware.bearer import PRINCIPAL_SCOPE_KEY
+from oam_gateway.observability.request_events import event_of
+from oam_gateway.rest.endpoints import Endpoint, RequestRefused, validated_body
+from oam_gateway.rest.models import (
+    ErasureReceipt,
+    Me,
+    MemoryIn,
+    MemoryPatch,
+    Page,
+    Record,
+    RelationPage,
+    SearchIn,
+    SearchOut,
+)
+from oam_gateway.rest.routes import ENDPOINTS
+from oam_gateway.tenancy.principal import Principal
+from oam_gateway.tenancy.tenants import Tenants
+
+__all__ = ["CONSOLE_PATH", "COOKIE_NAME", "SECURE_COOKIE_NAME", "Console"]
+
+_log = logging.getLogger(__name__)
+
+CONSOLE_PATH = "/console"
+COOKIE_NAME = "oam_console"
+"""The session cookie over plain HTTP on a loopback address (development)."""
+SECURE_COOKIE_NAME = "__Host-oam_console"
+"""The session cookie everywhere else: ``Secure``, for the whole host only."""
+SEARCH_RESULTS = 20
+_LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+_STYLESHEET = files("oam_gateway.console").joinpath("static/console.css").read_bytes()
+
+
+def _secure(request: Request) -> bool:
+    """Whether the session cookie must be ``Secure`` (all but plain HTTP to loopback)."""
+    return not (request.url.scheme == "http" and request.url.hostname in _LOOPBACK)
+
+
+def _cookie_name(request: Request) -> str:
+    return SECURE_COOKIE_NAME if _secure(request) else COOKIE_NAME
+
+
+@dataclass(frozen=True)
+class Visit:
+    """A request of a signed-in person: their session, principal and operations."""
+
+    request: Request
+    links: pages.Links
+    session: ConsoleSession
+    principal: Principal
+    operations: PersonOperations
+    form: FormData | None
+
+    def page(self, body: Html, status: int = 200) -> Response:
+        return HTMLResponse(body, status_code=status)
+
+    def field(self, name: str) -> str:
+        """A field of the posted form (empty when absent)."""
+        value = self.form.get(name) if self.form is not None else None
+        return value if isinstance(value, str) else ""
+
+    def text(self, name: str) -> str:
+        """A text field of the posted form, stripped; a 400 when it is blank."""
+        text = self.field(name).strip()
+        if not text:
+            raise RequestRefused(400, "invalid-request", f"Write the {name} first.")
+        return text
+
+    def redirect(self, path: str) -> Response:
+        return RedirectResponse(self.links.to(path), status_code=303)
+
+
+Handler = Callable[[Visit], Awaitable[Response]]
+
+
+class Console:
+    """The console of every tenant whose settings name a console client."""
+
+    def __init__(self, settings: GatewaySettings, tenants: Tenants, verifier: TokenVerifier,
+                 endpoints: tuple[Endpoint, ...] = ENDPOINTS) -> None:
+        self._settings = settings
+        self._tenants = tenants
+        self._verifier = verifier
+        self._endpoints = {e.operation: e for e in endpoints}
+        self._providers = {
+            name: IdentityProvider(settings.issuer, tenant.console_client_id,
+                                   tenant.console_client_secret.get_secret_value()
+                                   if tenant.console_client_secret else None)
+            for name, tenant in settings.tenant_settings().items()
+            if tenant.console_client_id is not None}
+        self.sessions = SessionStore()
+        self.pending = PendingSignIns()
+
+    @property
+    def routes(self) -> list[BaseRoute]:
+        """The console's Starlette routes."""
+        p = CONSOLE_PATH
+        person = self._person
+        return [
+            Route(p, self._landing, methods=["GET"], name="console"),
+            Route(p + "/static/console.css", self._stylesheet, methods=["GET"]),
+            Route(p + "/sign-in", self._sign_in, methods=["GET"]),
+            Route(p + "/callback", self._callback, methods=["GET"], name="console.callback"),
+            Route(p + "/sign-out", self._sign_out, methods=["POST"]),
+            Route(p + "/memories", person("memories", self._memories), methods=["GET"]),
+            Route(p + "/memories", person("memories.add", self._add), methods=["POST"]),
+            Route(p + "/memories/{memory_id}", person("memory", self._memory), methods=["GET"]),
+            Route(p + "/memories/{memory_id}", person("memory.edit", self._edit),
+                  methods=["POST"]),
+            Route(p + "/memories/{memory_id}/delete", person("memory.delete", self._delete),
+                  methods=["POST"]),
+            Route(p + "/timeline", person("timeline", self._timeline), methods=["GET"]),
+            Route(p + "/threads", person("threads", self._threads), methods=["GET"]),
+            Route(p + "/threads/{thread_id}", person("thread", self._thread), methods=["GET"]),
+            Route(p + "/profile", person("profile", self._profile), methods=["GET"]),
+            Route(p + "/data", person("data", self._data), methods=["GET"]),
+            Route(p + "/export", person("export", self._export), methods=["GET"]),
+            Route(p + "/erase", person("erase", self._erase), methods=["POST"]),
+        ]
+
+    # -- signing in and out ------------------------------------------------------------------
+
+    def _links(self, request: Request) -> pages.Links:
+        return pages.Links(request.scope.get("root_path", "") + CONSOLE_PATH)
+
+    def _signed_out(self, request: Request, notice: str = "", status: int = 200) -> Response:
+        body = pages.signed_out_page(self._links(request), sorted(self._providers), notice)
+        response = HTMLResponse(body, status_code=status)
+        if _cookie_name(request) in request.cookies:
+            response.delete_cookie(_cookie_name(request), path="/", secure=_secure(request),
+                                   httponly=True, samesite="lax")
+        return secured(response)
+
+    def _failure(self, request: Request, status: int, detail: str) -> Response:
+        return secured(HTMLResponse(pages.error_page(self._links(request), status, detail,
+                                                     None), status_code=status))
+
+    async def _landing(self, request: Request) -> Response:
+        if await self._visitor(request) is not None:
+            return secured(RedirectResponse(self._links(request).to("/memories"), 303))
+        return self._signed_out(request)
+
+    async def _stylesheet(self, request: Request) -> Response:
+        return secured(Response(_STYLESHEET, media_type="text/css"), cacheable=True)
+
+    async def _sign_in(self, request: Request) -> Response:
+        event_of(request).operation = "console.sign-in"
+        tenant = request.query_params.get("tenant")
+        if tenant is None and len(self._providers) == 1:
+            [tenant] = self._providers
+        if tenant is None or tenant not in self._providers:
+            return self._failure(request, 404, "The console is not set up for that tenant.")
+        provider = self._providers[tenant]
+        verifier, nonce = generate_token(64), generate_token(32)
+        state = self.pending.start(PendingSignIn(tenant, verifier, nonce))
+        try:
+            url = await provider.authorization_url(self._redirect_uri(request), state,
+                                                   verifier, nonce)
+        except SignInFailed as failed:
+            _log.warning("console sign-in for tenant %s: %s", tenant, failed)
+            return self._failure(request, 502, "The identity provider cannot be reached.")
+        return secured(RedirectResponse(url, status_code=303))
+
+    def _redirect_uri(self, request: Request) -> str:
+        return str(request.url_for("console.callback"))
+
+    async def _callback(self, request: Request) -> Response:
+        event_of(request).operation = "console.callback"
+        pending = self.pending.take(request.query_params.get("state"))
+        if pending is None:
+            return self._signed_out(request, "That sign-in has expired or was already used: "
+                                    "sign in again.", status=400)
+        code = request.query_params.get("code")
+        if not code:
+            return self._signed_out(request, "The identity provider did not sign you in.",
+                                    status=401)
+        try:
+            access_token = await self._providers[pending.tenant].exchange(
+                self._redirect_uri(request), code, pending.code_verifier)
+            principal = await self._verifier.verify(access_token)
+        except SignInFailed as failed:
+            _log.warning("console sign-in for tenant %s: %s", pending.tenant, failed)
+            return self._failure(request, 502, "The identity provider did not sign you in.")
+        except (TokenRejected, KeysUnavailable):
+            return self._signed_out(request, "The identity provider's token was not accepted.",
+                                    status=401)
+        if principal.tenant != pending.tenant:
+            return self._signed_out(request, "That account belongs to another tenant.",
+                                    status=403)
+        session_id = self.sessions.open(ConsoleSession(pending.tenant, access_token))
+        response = RedirectResponse(self._links(request).to("/memories"), status_code=303)
+        response.set_cookie(_cookie_name(request), session_id, max_age=SESSION_LIFETIME_SECONDS,
+                            path="/", secure=_secure(request), httponly=True, samesite="lax")
+        return secured(response)
+
+    async def _sign_out(self, request: Request) -> Response:
+        event_of(request).operation = "console.sign-out"
+        session_id = request.cookies.get(_cookie_name(request))
+        session = self.sessions.get(session_id)
+        if session is not None:
+            form = await request.form()
+            if not session.csrf_matches(_text(form.get(pages.CSRF_FIELD))):
+                return self._failure(request, 403, "The form has expired: reload the page.")
+            self.sessions.close(session_id)
+        return self._signed_out(request, "You are signed out.")
+
+    # -- the signed-in pages -----------------------------------------------------------------
+
+    async def _visitor(self, request: Request) -> tuple[ConsoleSession, Principal] | None:
+        """The session and verified principal of ``request``; ``None`` (the session closed)
+        when it has none or its token no longer verifies."""
+        session_id = request.cookies.get(_cookie_name(request))
+        session = self.sessions.get(session_id)
+        if session is None:
+            return None
+        try:
+            principal = await self._verifier.verify(session.access_token)
+        except (TokenRejected, KeysUnavailable):
+            principal = None
+        if principal is None or principal.tenant != session.tenant:
+            self.sessions.close(session_id)
+            return None
+        return session, principal
+
+    def _person(self, name: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+        """The route of a page for signed-in people only; forms must carry the CSRF token."""
+
+        async def handle(request: Request) -> Response:
+            event_of(request).operation = f"console.{name}"
+            links = self._links(request)
+            visitor = await self._visitor(request)
+            if visitor is None:
+                if request.method == "GET":
+                    return self._signed_out(request, "Sign in to see your memories (a "
+                                            "session ends after eight hours, or when its "
+                                            "sign-in expires).", status=401)
+                return self._failure(request, 403, "You are not signed in.")
+            session, principal = visitor
+            request.scope[PRINCIPAL_SCOPE_KEY] = principal  # the audit event names them
+            form = None
+            if request.method == "POST":
+                form = await request.form()
+                if not session.csrf_matches(_text(form.get(pages.CSRF_FIELD))):
+                    return self._failure(request, 403, "The form has expired: reload the page.")
+            operations = PersonOperations(request, principal, self._endpoints, self._tenants,
+                                          self._settings.limits, self._settings.require_scopes)
+            visit = Visit(request, links, session, principal, operations, form)
+            try:
+                response = await handler(visit)
+            except RequestRefused as refused:
+                response = visit.page(pages.error_page(links, refused.status, refused.detail,
+                                                       session.csrf_token), refused.status)
+            except OracleAgentMemoryError as error:
+                problem = json.loads(bytes(sdk_problem(error, request.url.path).body))
+                status = int(problem["status"])
+                response = visit.page(pages.error_page(links, status, str(problem["detail"]),
+                                                       session.csrf_token), status)
+            except Exception as error:  # a page, never a stack trace
+                _log.error("unhandled %s on console page %s", type(error).__name__, name)
+                response = visit.page(pages.error_page(links, 500, "The console failed to "
+                                                       "answer.", session.csrf_token), 500)
+            return secured(response)
+
+        return handle
+
+    async def _memories(self, visit: Visit) -> Response:
+        query = visit.request.query_params.get("q", "").strip()
+        ops, csrf = visit.operations, visit.session.csrf_token
+        if query:
+            body = validated_body(SearchIn, {"query": query, "k": SEARCH_RESULTS})
+            found = await ops.answer("search", SearchOut, body=body)
+            return visit.page(pages.memories_page(visit.links, csrf, query=query,
+                                                  hits=found.results))
+        page = await ops.answer("memories.list", Page, query=_paging(visit))
+        return visit.page(pages.memories_page(visit.links, csrf, page=page))
+
+    async def _add(self, visit: Visit) -> Response:
+        body = validated_body(MemoryIn, {"content": visit.text("content")})
+        record = await visit.operations.answer("memories.add", Record, body=body)
+        return RedirectResponse(visit.links.memory(record.id), status_code=303)
+
+    async def _memory(self, visit: Visit) -> Response:
+        memory_id = visit.request.path_params["memory_id"]
+        ops = visit.operations
+        record = await ops.answer("memories.get", Record, path={"memory_id": memory_id})
+        relations = []
+        for direction in ("source_record_id", "target_record_id"):
+            found = await ops.answer("relations.list", RelationPage,
+                                     query={direction: memory_id, "limit": "100"})
+            for relation in found.items:
+                outgoing = direction == "source_record_id"
+                other = relation.target_record_id if outgoing else relation.source_record_id
+                kind = (relation.relation_type if outgoing
+                        else relation.opposite_relation_type or f"{relation.relation_type} (to)")
+                relations.append((kind, other))
+        texts = {other: await self._text_of(ops, other) for _, other in relations}
+        listed = [(kind, other, texts[other]) for kind, other in relations]
+        graph = relation_graph(pages.record_text(record.content),
+                               [Neighbour(o, t, k) for k, o, t in listed], visit.links.memory)
+        return visit.page(pages.memory_page(visit.links, visit.session.csrf_token, record,
+                                            graph, listed))
+
+    @staticmethod
+    async def _text_of(ops: PersonOperations, memory_id: str) -> str:
+        try:
+            other = await ops.answer("memories.get", Record, path={"memory_id": memory_id})
+        except RequestRefused:
+            return memory_id  # a record that is not a memory (or not visible): its id
+        return pages.record_text(other.content)
+
+    async def _edit(self, visit: Visit) -> Response:
+        memory_id = visit.request.path_params["memory_id"]
+        body = validated_body(MemoryPatch, {"content": visit.text("content")})
+        await visit.operations.answer("memories.update", Record, path={"memory_id": memory_id},
+                                      body=body)
+        return RedirectResponse(visit.links.memory(memory_id), status_code=303)
+
+    async def _delete(self, visit: Visit) -> Response:
+        memory_id = visit.request.path_params["memory_id"]
+        await visit.operations.response("memories.delete", path={"memory_id": memory_id})
+        return visit.redirect("/memories")
+
+    async def _timeline(self, visit: Visit) -> Response:
+        page = await visit.operations.answer("memories.list", Page, query=_paging(visit))
+        return visit.page(pages.timeline_page(visit.links, visit.session.csrf_token, page))
+
+    async def _threads(self, visit: Visit) -> Response:
+        page = await visit.operations.answer("threads.list", Page, query=_paging(visit))
+        return visit.page(pages.threads_page(visit.links, visit.session.csrf_token, page))
+
+    async def _thread(self, visit: Visit) -> Response:
+        path = {"thread_id": visit.request.path_params["thread_id"]}
+        thread = await visit.operations.answer("threads.get", Record, path=path)
+        messages = await visit.operations.answer("messages.list", Page, path=path,
+                                                 query=_paging(visit))
+        return visit.page(pages.thread_page(visit.links, visit.session.csrf_token, thread,
+                                            messages))
+
+    async def _profile(self, visit: Visit) -> Response:
+        me = await visit.operations.answer("me", Me)
+        try:
+            profile: Record | None = await visit.operations.answer("profile.get", Record)
+        except RequestRefused as refused:
+            if refused.status != 404:
+                raise
+            profile = None
+        return visit.page(pages.profile_page(visit.links, visit.session.csrf_token, me,
+                                             profile))
+
+    async def _data(self, visit: Visit) -> Response:
+        return visit.page(pages.data_page(visit.links, visit.session.csrf_token))
+
+    async def _export(self, visit: Visit) -> Response:
+        return await visit.operations.response("me.export")
+
+    async def _erase(self, visit: Visit) -> Response:
+        if visit.field("confirm") != "yes":
+            raise RequestRefused(400, "invalid-request",
+                                 "Tick the confirmation to erase everything.")
+        receipt = await visit.operations.answer("me.erase", ErasureReceipt)
+        return visit.page(pages.erased_page(visit.links, visit.session.csrf_token, receipt))
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _paging(visit: Visit) -> Mapping[str, str | None]:
+    params = visit.request.query_params
+    return {"cursor": params.get("cursor"), "limit": params.get("limit")}
