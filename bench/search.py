@@ -30,6 +30,11 @@ store runs when a user filter keeps many chunks, each with its recall@10 (the tr
 Every timed query runs the store and these ways in a rotating order, in the same loop; the slow
 sequential baseline runs on ``--exact-queries`` of them, spread evenly over the loop.
 
+Database CPU per store search ("db us"): after the timed loop, the store alone runs the timed
+queries again, one after another, and the CPU the database server's processes spent meanwhile
+(``/proc``, embedded or local server only) is divided by their number. The store runs as the
+tables' owner here (no row-level security; ``bench/gateway.py`` measures it through the gateway).
+
 Also printed: the scans of each way's plan (``EXPLAIN ANALYZE`` of the first query; the store's
 full plan with ``--explain``).
 
@@ -67,6 +72,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 import psycopg
+from _cpu import cpu_since, server_pid, tree_cpu
 from _embedded import add_server_arguments, bench_server
 from oracleagentmemory.apis.embedders.embedder import IEmbedder
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
@@ -472,6 +478,8 @@ class Result:
     recall: dict[str, float] = field(default_factory=dict)
     hits: float = 0.0
     users: int = USERS
+    db_us: float | None = None
+    """Database server CPU per store search, in microseconds (None: server not visible)."""
 
 
 def pct(values: list[float], q: float) -> float:
@@ -535,7 +543,19 @@ def measure(url: str, corpus: Corpus, mode: str, queries: list[Query], warmup: i
                     overlaps[way].append(len(truth & set(ids[way])) / len(truth))
         result.hits = statistics.mean(hit_counts)
         result.recall = {way: statistics.mean(v) for way, v in overlaps.items() if v}
+        result.db_us = store_db_us(conn, corpus, mode, queries[warmup:])
     return result
+
+
+def store_db_us(conn: psycopg.Connection[Any], corpus: Corpus, mode: str,
+                queries: list[Query]) -> float | None:
+    """Database server CPU (microseconds) per ``store.search`` of ``queries``, run alone."""
+    postmaster = server_pid(conn)
+    before = tree_cpu(postmaster)
+    for query in queries:
+        store_search(corpus, mode, query)
+    spent = cpu_since(before, tree_cpu(postmaster))
+    return None if spent is None else spent * 1e6 / len(queries)
 
 
 def keyword_match_fraction(url: str, corpus: Corpus, queries: list[Query]) -> float:
@@ -619,14 +639,17 @@ def print_compact(results: list[Result]) -> None:
     print()
     print("compact (ms; recall@10 against the exact top 10; vector/scoped-sql and "
           "vector/hnsw-sql: the raw statements, no record fetch):")
-    header = f"{'chunks':>9} {'users':>5}  {'mode':<22} {'p50':>7} {'p95':>7} {'recall@10':>9}"
+    header = (f"{'chunks':>9} {'users':>5}  {'mode':<22} {'p50':>7} {'p95':>7} {'recall@10':>9} "
+              f"{'db us':>7}")
     print(header)
     print("-" * len(header))
     for r in results:
         recall = f"{r.recall['store']:.3f}" if "store" in r.recall else "-"
         runs = "exact" if r.store_way == "store-exact" else "HNSW"
+        db_us = "-" if r.db_us is None else f"{r.db_us:.0f}"
         print(f"{r.size:>9,} {r.users:>5}  {r.mode + ' (store, ' + runs + ')':<22} "
-              f"{pct(r.store_ms, 50):>7.2f} {pct(r.store_ms, 95):>7.2f} {recall:>9}")
+              f"{pct(r.store_ms, 50):>7.2f} {pct(r.store_ms, 95):>7.2f} {recall:>9} "
+              f"{db_us:>7}")
         for way, times in r.way_ms.items():
             if way in ("exact", "planner") or not times:
                 continue
@@ -644,6 +667,8 @@ def reproduce_command(args: argparse.Namespace) -> str:
         parts.append(f"--warmup {args.warmup}")
     if args.hnsw_ef:
         parts.append(f"--hnsw-ef {args.hnsw_ef}")
+    if args.modes != ",".join(MODES):
+        parts.append(f"--modes {args.modes}")
     if args.data_dir:
         parts.append(f"--data-dir {args.data_dir}")
     if args.store_id:
@@ -674,6 +699,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hnsw-ef", default="",
                         help="comma-separated hnsw.ef_search values: also time the HNSW "
                              "statement at each, with its recall (vector mode)")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help="comma-separated search modes to measure (default "
+                             f"{','.join(MODES)})")
     add_server_arguments(parser)
     parser.add_argument("--store-id", help="memory store id (with several sizes, the size is "
                                            "appended)")
@@ -698,6 +726,9 @@ def main(argv: list[str] | None = None) -> int:
         hnsw_efs = [int(s) for s in args.hnsw_ef.split(",") if s.strip()]
     except ValueError:
         parser.error("--sizes and --hnsw-ef must be comma-separated integers")
+    modes = [m for m in args.modes.split(",") if m]
+    if not modes or set(modes) - set(MODES):
+        parser.error(f"--modes takes a comma-separated list of {', '.join(MODES)}")
     args.warmup_given = args.warmup is not None
     if args.warmup is None:
         args.warmup = min(args.users, 100)
@@ -729,7 +760,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {size:,} chunks: a keyword query matches "
                       f"{keyword_match_fraction(url, corpus, queries):.1%} of its user's rows",
                       flush=True)
-                for mode in MODES:
+                for mode in modes:
                     result = measure(url, corpus, mode, queries, args.warmup,
                                      args.exact_queries, args.dim, args.explain, hnsw_efs)
                     result.users = args.users

@@ -119,7 +119,8 @@ def test_install_enables_row_level_security_on_every_table_it_protects(dds: Any)
         rows = conn.execute(
             "SELECT c.relname, c.relrowsecurity FROM pg_class c JOIN pg_namespace n ON "
             "n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname LIKE %s AND "
-            "c.relkind = 'r'", [OWNER, f"{store_id}\\_%"]).fetchall()
+            "c.relkind IN ('r', 'p') AND NOT c.relispartition",
+            [OWNER, f"{store_id}\\_%"]).fetchall()
     assert len(rows) == 8
     assert all(enabled for _, enabled in rows)
 

@@ -36,7 +36,7 @@ def _tables(pg_url: str, store_id: str) -> set[str]:
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute(
             "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace "
-            "AND relkind = 'r' AND relname = ANY(%s)",
+            "AND relkind IN ('r', 'p') AND NOT relispartition AND relname = ANY(%s)",
             [list(wanted)],
         ).fetchall()
     return {wanted[r[0]] for r in rows}

@@ -8,12 +8,14 @@ query vector included, is bound once.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 import psycopg
 import pytest
 from oracleagentmemory.engines.postgres import search as pg_search
+from oracleagentmemory.engines.postgres.chunk_partitions import CHUNK_PARTITIONS
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
@@ -76,7 +78,11 @@ def test_an_end_users_first_search_on_a_connection_scans_the_hnsw_index(dds: Any
                     sql.Identifier(name), sql.SQL(", ").join(sql.Literal(v) for v in values)),
             ).fetchall()
         plan = "\n".join(str(row[0]) for row in explained)
-        assert f"Index Scan using {store_id}_record_chunks_hnsw_ix" in plan, plan
+        # The chunks are partitioned by owner (schema version 9): the executor prunes the
+        # partitions that cannot hold alice's rows and scans her partition's HNSW index.
+        assert re.search(rf"Index Scan using {store_id}_chunks_p\d\d_embedding_idx "
+                         rf"on {store_id}_chunks_p\d\d ", plan), plan
+        assert f"Subplans Removed: {CHUNK_PARTITIONS - 1}" in plan, plan
 
 
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])

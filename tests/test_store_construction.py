@@ -34,7 +34,8 @@ def _tables(pg_url: str, prefix: str, schema: str | None = None) -> set[str]:
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute(
             "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = coalesce(%s, current_schema()) AND c.relkind = 'r' "
+            "WHERE n.nspname = coalesce(%s, current_schema()) AND c.relkind IN ('r', 'p') "
+            "AND NOT c.relispartition "
             "AND c.relname = ANY(%s)",
             [schema, list(wanted)],
         ).fetchall()

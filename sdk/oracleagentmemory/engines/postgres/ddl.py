@@ -14,8 +14,9 @@ from psycopg import Connection, sql
 from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.interfaces import SchemaOptions
 from oracleagentmemory.engines.postgres import names as q
+from oracleagentmemory.engines.postgres.chunk_partitions import partition_chunks
 
-LATEST_SCHEMA_VERSION = 8
+LATEST_SCHEMA_VERSION = 9
 
 SCOPED_VECTOR_MAX_DIM = 400
 """The largest embedding dimension the chunks' scope index carries (version 5).
@@ -315,6 +316,30 @@ def _version_8(conn: Connection[object], names: StoreNames, options: SchemaOptio
         q.index(names, "record_chunks_tsv_ix"), chunks))
 
 
+def _version_9(conn: Connection[object], names: StoreNames, options: SchemaOptions) -> None:
+    """The chunks are hash-partitioned by owner (:mod:`.chunk_partitions`): a search for one
+    user reads one partition, whose HNSW graph holds few other users' rows. The indexes of
+    versions 1 to 8 are built again on the partitioned table (each partition gets its own),
+    with ``(id, user_id)`` unique in place of the primary key on ``id`` (a partitioned table's
+    unique keys include its partition key)."""
+    partition_chunks(conn, names)
+    chunks = q.table(names, "record_chunks")
+    for suffix, definition in (
+            ("record_chunks_id_uq", "UNIQUE INDEX IF NOT EXISTS {} ON {} (id, user_id)"),
+            ("record_chunks_record_ix", "INDEX IF NOT EXISTS {} ON {} (record_type, record_id)"),
+            ("record_chunks_tsv_ix", "INDEX IF NOT EXISTS {} ON {} USING gin (search_tsv)")):
+        conn.execute(sql.SQL("CREATE " + definition).format(q.index(names, suffix), chunks))
+    dim = _embedding_dim(conn, names)
+    if dim is None or dim > SCOPED_VECTOR_MAX_DIM:
+        conn.execute(sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} (user_id, record_type) INCLUDE (record_id)"
+        ).format(q.index(names, "record_chunks_scope_ix"), chunks))
+    else:
+        add_scoped_vector_index(conn, names)
+    if dim is not None:
+        add_vector_index(conn, names)
+
+
 def add_vector_index(conn: Connection[object], names: StoreNames) -> None:
     """HNSW index (cosine distance) on the chunk embeddings."""
     conn.execute(
@@ -337,7 +362,7 @@ SchemaStep = Callable[[Connection[object], StoreNames, SchemaOptions], None]
 
 SCHEMA_STEPS: dict[int, SchemaStep] = {
     1: _version_1, 2: _version_2, 3: _version_3, 4: _version_4, 5: _version_5,
-    6: _version_6, 7: _version_7, 8: _version_8}
+    6: _version_6, 7: _version_7, 8: _version_8, 9: _version_9}
 """Step ``n`` upgrades a store from version ``n - 1`` to ``n``."""
 
 REGISTRY_DDL = sql.SQL(

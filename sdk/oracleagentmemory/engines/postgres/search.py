@@ -291,10 +291,13 @@ def _few_scoped_chunks(conn: psycopg.Connection[Any], names: StoreNames, plan: S
     while an exact scan reads the ``n = s * N`` filtered chunks once through the
     ``(user_id, record_type)`` index and sorts them. The exact scan is cheaper while
     ``n * n <= HNSW_VISITS_PER_TUPLE * budget * N``, and always for at most
-    ``EXACT_SCAN_MIN_ROWS`` chunks. Only an exact user filter is probed (the other scope columns
-    have no index on the chunks), and only the user index is counted, not the thread or agent
-    filter: it is what the exact scan reads. Counting stops one row past the bound and reads the
-    index only (chunks without an embedding count too: the bound is an upper one).
+    ``EXACT_SCAN_MIN_ROWS`` chunks. ``N`` is the planner's row count of an average chunk
+    partition (schema version 9: the HNSW scan of a user's search reads the one partition that
+    holds its rows; a table without partitions counts whole). Only an exact user filter is
+    probed (the other scope columns have no index on the chunks), and only the user index is
+    counted, not the thread or agent filter: it is what the exact scan reads. Counting stops one
+    row past the bound and reads the index only (chunks without an embedding count too: the
+    bound is an upper one).
     """
     if plan.mode == "keyword" or plan.scope.get("user_id", UNSET) is UNSET:
         return False
@@ -303,8 +306,10 @@ def _few_scoped_chunks(conn: psycopg.Connection[Any], names: StoreNames, plan: S
     where, params = _chunk_filters(user_only, plan.record_types)
     table = q.table(names, "record_chunks")
     row = conn.execute(sql.SQL(
-        "WITH b AS (SELECT greatest(%s, sqrt(%s * greatest(c.reltuples, 0)))::bigint AS n "
-        "FROM pg_class c WHERE c.oid = %s::regclass) "
+        "WITH b AS (SELECT greatest(%s, sqrt(%s * coalesce((SELECT avg(greatest(p.reltuples, "
+        "0)) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid WHERE i.inhparent = "
+        "c.oid), greatest(c.reltuples, 0))))::bigint AS n FROM pg_class c "
+        "WHERE c.oid = %s::regclass) "
         "SELECT count(*) <= (SELECT n FROM b) FROM (SELECT 1 FROM {} c WHERE {} "
         "LIMIT (SELECT n + 1 FROM b)) s"
     ).format(table, sql.SQL(" AND ").join(where)), [
