@@ -43,10 +43,16 @@ COOKIE = "oam_console"
 
 
 @dataclass
-class ConsoleGateway:
-    """A gateway at :attr:`url` whose console signs in the demo users of :attr:`issuer`."""
+class ConsoleAt:
+    """A gateway serving the console (and the development authorization server) at :attr:`url`."""
 
     url: str
+
+
+@dataclass
+class ConsoleGateway(ConsoleAt):
+    """A gateway at :attr:`url` whose console signs in the demo users of :attr:`issuer`."""
+
     dds: DdsEnvironment
     store_id: str
     issuer: DevIssuer
@@ -135,7 +141,7 @@ def _hidden(page: str, name: str) -> str:
     return found.group(1)
 
 
-def sign_in_answer(gateway: ConsoleGateway, user: str, tenant: str | None = None
+def sign_in_answer(gateway: ConsoleAt, user: str, tenant: str | None = None
                    ) -> tuple[httpx.Client, httpx.Response]:
     """Walk the sign-in of ``user`` (to ``tenant``'s console when given) over HTTP: the
     client and the console's answer to the callback."""
@@ -151,7 +157,7 @@ def sign_in_answer(gateway: ConsoleGateway, user: str, tenant: str | None = None
     return client, client.get(chosen.headers["location"])
 
 
-def signed_in(gateway: ConsoleGateway, user: str, tenant: str | None = None) -> httpx.Client:
+def signed_in(gateway: ConsoleAt, user: str, tenant: str | None = None) -> httpx.Client:
     """An HTTP client (no redirects followed) that signed in to the console as ``user``."""
     client, back = sign_in_answer(gateway, user, tenant)
     assert back.status_code == 303 and back.headers["location"].endswith("/console/memories")

@@ -51,13 +51,14 @@ def _progress(message: str) -> None:
 def _dev_settings(runtime_url: str, state: DevState, issuer_id: str) -> GatewaySettings:
     """Settings of the development gateway: the demo tenant, the dev issuer's keys."""
     from oam_gateway.dev import provision as demo
+    from oam_gateway.dev.authorization_server import CONSOLE_CLIENT_ID
 
     return GatewaySettings(
         database_url=SecretStr(runtime_url), memory_store_id=demo.MEMORY_STORE_ID,
         schema_owner=demo.SCHEMA_OWNER, app_token_file=state.app_token_file,
         identity_provider=demo.IDENTITY_PROVIDER, embedder="wordllama",
         embedding_dimension=demo.VECTOR_DIM, issuer=issuer_id, audience=DEV_AUDIENCE,
-        jwks_file=state.jwks_file)
+        jwks_file=state.jwks_file, console_client_id=CONSOLE_CLIENT_ID)
 
 
 def _listen(port: int) -> socket.socket:
@@ -165,6 +166,7 @@ def _provision_and_serve(args: argparse.Namespace, state: DevState, issuer: DevI
     _progress(f"MCP clients sign in with OAuth at {base}/mcp (authorization server {base}, "
               f"metadata {base}/.well-known/oauth-authorization-server; demo users "
               f"{', '.join(tenant.users)})")
+    _progress(f"people open their memory console at {base}/console (sign in as a demo user)")
     _progress(f"serving {base} (memory store {dev_provision.MEMORY_STORE_ID!r}); try:")
     print("\n".join(flow_lines(base, tokens, PRINTED_TOKEN_SECONDS, state_arg)), flush=True)
     configure_audit_log(sys.stderr)  # stdout holds the lines above
