@@ -236,6 +236,20 @@ def test_the_console_client_gets_an_id_token_and_a_token_the_gateway_accepts(
     assert page.status_code == 400 and "location" not in page.headers
 
 
+def test_a_request_without_scope_gets_the_memory_scopes_and_no_id_token(
+        gateway: DevGateway, browser: Browser) -> None:
+    client_id, pkce = register(gateway), Pkce.make()
+    params = {"response_type": "code", "client_id": client_id, "redirect_uri": CALLBACK,
+              "state": "the-state", "code_challenge": pkce.challenge,
+              "code_challenge_method": "S256"}
+    answer = browser.sign_in(f"{gateway.url}/oauth/authorize?{urlencode(params)}", "alice")
+    code = redirect_parameters(answer)["code"]
+    tokens = exchange(gateway, client_id, code, pkce.verifier).json()
+    assert tokens["scope"] == "memory:read memory:write" and "id_token" not in tokens
+    assert jwt.decode(tokens["access_token"], issuer_keys(gateway)).claims["scope"] == (
+        "memory:read memory:write")
+
+
 def test_alices_token_never_reads_bobs_rows(gateway: DevGateway, browser: Browser) -> None:
     alice, bob = tokens_of(gateway, browser, "alice"), tokens_of(gateway, browser, "bob")
     made = httpx.post(f"{gateway.url}/v1/memories", headers=bearer(bob["access_token"]),

@@ -44,10 +44,11 @@ class Client:
         return self.redirect_uris[0] if len(self.redirect_uris) == 1 else None
 
     def get_allowed_scope(self, scope: str | None) -> str:
-        """The requested scopes this client may have (its registered ones when none is asked)."""
+        """The requested scopes this client may have; when none is asked, its registered ones
+        but ``openid`` (an ID token is only for a client that asks for one)."""
         allowed = scope_to_list(self.scope)
         if not scope:
-            return self.scope
+            return " ".join(s for s in allowed if s != "openid")
         return " ".join(s for s in scope_to_list(scope) if s in allowed)
 
     def check_redirect_uri(self, redirect_uri: str) -> bool:
