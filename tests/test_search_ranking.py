@@ -75,7 +75,7 @@ def test_a_message_is_found_by_its_speaker_and_keeps_its_content(
     store = make_store(search_strategy=SearchStrategy.KEYWORD)
     store.add(["I went to a support group yesterday", "The weather was lovely"], "message",
               record_ids=["m1", "m2"], roles=["Caroline", "Melanie"], user_ids="u1",
-              thread_ids="t1")
+              thread_ids=["t1", "t2"])  # apart: a thread's neighbours share their matches
     found = store.search("Caroline", 5, user_id="u1", record_types=["message"])
     assert _ids(found) == ["m1"]
     assert found[0][0].content == "I went to a support group yesterday"
@@ -83,7 +83,7 @@ def test_a_message_is_found_by_its_speaker_and_keeps_its_content(
     assert _ids(store.search("weather", 5, user_id="u1", record_types=["message"])) == ["m2"]
     # Caller-owned chunks (index_texts) stay as given: no role is added to them.
     store.add(["hello"], "message", record_ids=["m3"], roles=["Caroline"], user_ids="u1",
-              thread_ids="t1", index_texts=["greeting words"])
+              thread_ids="t3", index_texts=["greeting words"])
     assert "m3" not in _ids(store.search("Caroline", 5, user_id="u1",
                                          record_types=["message"]))
 

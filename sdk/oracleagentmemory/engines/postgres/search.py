@@ -35,6 +35,7 @@ from oracleagentmemory.engines.layout import search_arms
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.ddl import TEXT_SEARCH_CONFIG
 from oracleagentmemory.engines.postgres.filters import render_filter, scope_predicates
+from oracleagentmemory.engines.postgres.turn_windows import window_tail
 from oracleagentmemory.engines.scan_choices import ScanChoices
 
 MAX_EF_SEARCH = 1000
@@ -471,6 +472,7 @@ def _float8(value: float) -> sql.Composable:
 def _keyword_arms(names: StoreNames, plan: SearchPlan, budget: int,
                   params: list[Any]) -> list[sql.Composable]:
     """Keyword arms: any query word matches, ranked by BM25; distance is ``1 / (1 + score)``.
+    The message arm ranks each message with its neighbours' matches (``turn_windows``).
 
     The query is analysed with the index's configuration (``ddl.TEXT_SEARCH_CONFIG``). A chunk's
     score sums, over the query lexemes it holds, ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b *
@@ -488,16 +490,30 @@ def _keyword_arms(names: StoreNames, plan: SearchPlan, budget: int,
     """
     arms: list[sql.Composable] = []
     config = sql.Literal(TEXT_SEARCH_CONFIG)
+    score = sql.SQL("sum(df.idf * h.tf * {k1p1} / (h.tf + {k1} * (1 - {b} + {b} * h.len "
+                    "/ st.avglen)))").format(k1=_float8(BM25_K1), k1p1=_float8(BM25_K1 + 1),
+                                             b=_float8(BM25_B))
     for parent, types in _arms(plan):
         source, where, where_params = _join_and_filters(names, plan, parent, types)
         chunk_where, chunk_params = _chunk_filters(plan, types)
+        params.extend([plan.text, *where_params, *chunk_params])
+        if parent == "message":  # each message scored with its neighbours' matches
+            tail = sql.SQL(", {}").format(window_tail(
+                names, plan, budget, score, *_parent_filters(plan, parent), params))
+        else:
+            tail = sql.SQL("SELECT h.record_type, h.record_id, 1 / (1 + {score}) AS d "
+                           "FROM h JOIN df USING (lexeme) CROSS JOIN st "
+                           "GROUP BY h.id, h.record_type, h.record_id ORDER BY d LIMIT %s"
+                           ).format(score=score)
+            params.append(budget)
         arms.append(sql.SQL(
             "(WITH tq AS MATERIALIZED (SELECT lexemes, " + _TSQUERY + " AS query FROM ("
             + _QUERY_LEXEMES + ") x(lexemes)), "
-            "m AS MATERIALIZED (SELECT c.id, c.record_type, c.record_id, c.search_tsv AS v, "
+            "m AS MATERIALIZED (SELECT c.id, c.record_type, c.record_id, c.user_id, "
+            "c.search_tsv AS v, "
             "length(c.search_tsv) AS len FROM tq CROSS JOIN {source} "
             "WHERE {where} AND c.search_tsv @@ tq.query), "
-            "h AS (SELECT m.id, m.record_type, m.record_id, m.len, u.lexeme, "
+            "h AS (SELECT m.id, m.record_type, m.record_id, m.user_id, m.len, u.lexeme, "
             "coalesce(cardinality(u.positions), 1) AS tf FROM m CROSS JOIN tq "
             "CROSS JOIN LATERAL unnest(ts_filter(setweight(m.v, 'A', tq.lexemes), '{{a}}')) AS u "
             "WHERE u.lexeme = ANY(tq.lexemes)), "
@@ -505,15 +521,9 @@ def _keyword_arms(names: StoreNames, plan: SearchPlan, budget: int,
             "greatest((SELECT avg(len) FROM m), 1)::float8 AS avglen), "
             "df AS (SELECT h.lexeme, ln(1 + (greatest(st.n, count(*)) - count(*) + 0.5) "
             "/ (count(*) + 0.5)) AS idf FROM h CROSS JOIN st GROUP BY h.lexeme, st.n) "
-            "SELECT h.record_type, h.record_id, 1 / (1 + sum(df.idf * h.tf * {k1p1} "
-            "/ (h.tf + {k1} * (1 - {b} + {b} * h.len / st.avglen)))) AS d "
-            "FROM h JOIN df USING (lexeme) CROSS JOIN st "
-            "GROUP BY h.id, h.record_type, h.record_id ORDER BY d LIMIT %s)"
+            "{tail})"
         ).format(source=source, where=where, chunks=q.table(names, "record_chunks"),
-                 chunk_where=sql.SQL(" AND ").join(chunk_where),
-                 k1=_float8(BM25_K1), k1p1=_float8(BM25_K1 + 1), b=_float8(BM25_B),
-                 config=config))
-        params.extend([plan.text, *where_params, *chunk_params, budget])
+                 chunk_where=sql.SQL(" AND ").join(chunk_where), config=config, tail=tail))
     return arms
 
 

@@ -1,0 +1,85 @@
+"""Turn windows of the keyword search over messages: a message is scored with its neighbours.
+
+An answer in a conversation is often a turn that repeats none of the question's words ("Yes,
+last Saturday!"), next to the turn that does ("Did you go to the support group?"). The message
+arm of a keyword round (:func:`window_tail`) therefore ranks each message by the BM25 scores of
+the matching messages within :data:`WINDOW` turns of it in its thread, weighted by their
+distance (:data:`NEIGHBOUR_WEIGHTS`: itself 1, the next turn either side 1/2, the one after
+1/4), and doubles the score of a message whose role (its speaker) the query names
+(:data:`NAMED_SPEAKER_BOOST`): a question about what Caroline said is answered by Caroline's
+turns more often than by the turns that name her.
+
+Measured with ``bench/locomo.py`` on LoCoMo's development half (keyword search, 760 questions):
+recall@5/@10 0.537/0.617 without either, the window alone 0.611/0.711 (one turn either side
+0.583/0.679), window and speaker 0.669/0.745. Neighbours are the messages of the same thread and
+owner whose ``seq_no`` lies within the window (the ``(thread_id, seq_no)`` index), and pass the
+same scope, validity, expiry and metadata filters as every other result, under the caller's
+row-level security.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import sql
+
+from oracleagentmemory.engines.identifiers import StoreNames
+from oracleagentmemory.engines.interfaces import SearchPlan
+from oracleagentmemory.engines.postgres import names as q
+from oracleagentmemory.engines.postgres.ddl import TEXT_SEARCH_CONFIG
+from oracleagentmemory.engines.postgres.filters import scope_predicates
+
+__all__ = ["NAMED_SPEAKER_BOOST", "NEIGHBOUR_WEIGHTS", "SEEDS_PER_RESULT", "WINDOW",
+           "window_tail"]
+
+NEIGHBOUR_WEIGHTS = (1.0, 0.5, 0.25)
+"""The weight of a matching message's score at 0, 1 and 2 turns from the message ranked."""
+WINDOW = len(NEIGHBOUR_WEIGHTS) - 1
+"""How many turns either side of a matching message its score reaches."""
+NAMED_SPEAKER_BOOST = 2.0
+"""The factor of a message whose role the query names (the role analysed as the text is)."""
+SEEDS_PER_RESULT = 4
+"""Matching messages whose windows are scored, per row the round returns (best first)."""
+
+
+def window_tail(names: StoreNames, plan: SearchPlan, budget: int, score: sql.Composable,
+                parent_where: list[sql.Composable], parent_params: list[Any],
+                params: list[Any]) -> sql.Composable:
+    """The end of a message keyword arm (its last CTEs, to follow a comma, and its SELECT):
+    from the arm's CTEs ``h``, ``df``, ``st`` (the matching chunks' lexemes and statistics) and
+    ``tq`` (the query's lexemes), the ``budget`` best messages by windowed score, as
+    ``record_type, record_id, d`` with ``d = 1 / (1 + score)``.
+
+    ``score`` is the BM25 sum over ``h`` grouped by chunk; ``parent_where`` (with
+    ``parent_params``) the validity, expiry and metadata predicates on message ``p``.
+    """
+    scope, scope_params = scope_predicates(plan.scope.items(), alias="p")
+    where = [*scope, *parent_where] or [sql.SQL("true")]
+    weight = sql.SQL("CASE abs(p.seq_no - s.seq_no) {} END").format(sql.SQL(" ").join(
+        sql.SQL("WHEN {} THEN {}::float8").format(sql.Literal(n), sql.Literal(w))
+        for n, w in enumerate(NEIGHBOUR_WEIGHTS) if n))
+    params.extend([*scope_params, *parent_params])
+    message = q.table(names, "message")
+    # A matching message passed every filter with its chunk; its neighbours are checked here.
+    # A message outside any thread has no neighbours.
+    return sql.SQL(
+        "sc AS (SELECT h.record_id, h.user_id, {score} AS score FROM h JOIN df USING (lexeme) "
+        "CROSS JOIN st GROUP BY h.id, h.record_id, h.user_id ORDER BY score DESC LIMIT {seeds}), "
+        "s AS (SELECT p.id, p.user_id, p.role, p.thread_id, p.seq_no, max(sc.score) AS score "
+        "FROM sc JOIN {message} p ON p.id = sc.record_id "
+        "AND p.user_id IS NOT DISTINCT FROM sc.user_id "
+        "GROUP BY p.id, p.user_id, p.role, p.thread_id, p.seq_no), "
+        "w AS (SELECT s.id, s.user_id, s.role, s.score FROM s UNION ALL "
+        "SELECT p.id, p.user_id, p.role, s.score * {weight} FROM s JOIN {message} p "
+        "ON p.thread_id = s.thread_id AND p.user_id IS NOT DISTINCT FROM s.user_id "
+        "AND p.seq_no BETWEEN s.seq_no - {window} AND s.seq_no + {window} "
+        "AND p.seq_no <> s.seq_no WHERE {where}) "
+        "SELECT 'message'::text AS record_type, w.id AS record_id, 1 / (1 + sum(w.score) * "
+        "CASE WHEN tsvector_to_array(to_tsvector({config}::regconfig, coalesce(w.role, ''))) "
+        "&& tq.lexemes THEN {boost}::float8 ELSE 1 END) AS d "
+        "FROM w CROSS JOIN tq GROUP BY w.id, w.user_id, w.role, tq.lexemes "
+        "ORDER BY d LIMIT {budget}"
+    ).format(score=score, seeds=sql.Literal(budget * SEEDS_PER_RESULT),
+             message=message, weight=weight, boost=sql.Literal(NAMED_SPEAKER_BOOST),
+             window=sql.Literal(WINDOW), where=sql.SQL(" AND ").join(where),
+             budget=sql.Literal(budget), config=sql.Literal(TEXT_SEARCH_CONFIG))
