@@ -203,7 +203,8 @@ def mcp_session_as(url: str, user: str, storage: MemoryTokenStorage, work: Any) 
 
     async def callback_handler() -> AuthorizationCodeResult:
         found = redirect_parameters(answers[-1])
-        return AuthorizationCodeResult(code=found["code"], state=found["state"])
+        return AuthorizationCodeResult(code=found["code"], state=found["state"],
+                                       iss=found.get("iss"))
 
     auth = OAuthClientProvider(
         f"{url}/mcp",

@@ -97,6 +97,7 @@ def code_for(gateway: DevGateway, browser: Browser, client_id: str, pkce: Pkce,
     found = redirect_parameters(answer)
     assert answer.headers["location"].startswith(redirect_uri + "?")
     assert found["state"] == "the-state", found
+    assert found["iss"] == gateway.url  # RFC 9207
     return found["code"]
 
 
@@ -157,6 +158,7 @@ def test_the_metadata_names_the_gateway_as_authorization_server(gateway: DevGate
     assert metadata["code_challenge_methods_supported"] == ["S256"]
     assert metadata["grant_types_supported"] == ["authorization_code", "refresh_token"]
     assert metadata["token_endpoint_auth_methods_supported"] == ["none"]
+    assert metadata["authorization_response_iss_parameter_supported"] is True
     openid = httpx.get(f"{base}/.well-known/openid-configuration", timeout=30).json()
     assert {k: openid[k] for k in metadata} == metadata
     assert openid["id_token_signing_alg_values_supported"] == ["RS256"]
@@ -295,6 +297,7 @@ def test_pkce_is_required_and_s256_only(gateway: DevGateway, browser: Browser,
     answer = browser.open(f"{gateway.url}/oauth/authorize?{urlencode(params)}")
     found = redirect_parameters(answer)  # the redirect URI is verified: the error goes back
     assert found["error"] == "invalid_request" and found["state"] == "s1", found
+    assert found["iss"] == gateway.url
     assert "code" not in found
     # Positive control: the same request with an S256 challenge shows the sign-in page.
     shown = sign_in_form(browser.open(authorization_url(gateway, client_id, pkce)))
@@ -415,5 +418,6 @@ def test_the_sign_in_page_is_strict_and_a_refusal_goes_back(gateway: DevGateway,
     form = sign_in_form(browser.open(url))
     denied = browser.http.post(form.action, data={**form.fields, "decision": "deny"})
     found = redirect_parameters(denied)
-    assert (found["error"], found["state"]) == ("access_denied", "the-state")
+    assert (found["error"], found["state"], found["iss"]) == ("access_denied", "the-state",
+                                                              gateway.url)
     assert "code" not in found

@@ -8,7 +8,9 @@
 - :class:`RefreshTokenGrant`: every refresh rotates the token; a reused one is refused and
   revokes its family;
 - :class:`OpenIDCode`: with scope ``openid``, an ID token for the client (``aud``), ``nonce``
-  echoed.
+  echoed;
+- :class:`IssuerInRedirect`: every redirect to the client names the issuer (RFC 9207 ``iss``),
+  so a client talking to several servers cannot be mixed up.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from authlib.common.urls import add_params_to_uri  # type: ignore[import-untyped]
 from authlib.oauth2.rfc6749 import InvalidRequestError, grants  # type: ignore[import-untyped]
 from authlib.oauth2.rfc7636 import CodeChallenge  # type: ignore[import-untyped]
+from authlib.oauth2.rfc9207 import IssuerParameter  # type: ignore[import-untyped]
 from authlib.oidc.core import UserInfo  # type: ignore[import-untyped]
 from authlib.oidc.core import grants as oidc_grants
 from joserfc.jwk import RSAKey
+from starlette.responses import Response
 
 from oam_gateway.dev.authorization_server.models import (
     AuthorizationCode,
@@ -33,7 +38,8 @@ from oam_gateway.dev.authorization_server.store import CODE_SECONDS, MemoryStore
 if TYPE_CHECKING:
     from oam_gateway.dev.authorization_server.server import DevAuthorizationServer
 
-__all__ = ["AuthorizationCodeGrant", "OpenIDCode", "RefreshTokenGrant", "S256CodeChallenge"]
+__all__ = ["AuthorizationCodeGrant", "IssuerInRedirect", "OpenIDCode", "RefreshTokenGrant",
+           "S256CodeChallenge"]
 
 _PUBLIC = ["none"]
 
@@ -142,3 +148,19 @@ class OpenIDCode(oidc_grants.OpenIDCode):  # type: ignore[misc]
 
     def generate_user_info(self, user: DemoUser, scope: str) -> Any:
         return UserInfo(sub=user.name, preferred_username=user.name, groups=list(user.groups))
+
+
+class IssuerInRedirect(IssuerParameter):  # type: ignore[misc]
+    """Authlib's RFC 9207 extension, for Starlette's responses (Authlib's reads a Flask
+    response's ``location``)."""
+
+    def __init__(self, issuer: str) -> None:
+        self._issuer = issuer
+
+    def get_issuer(self) -> str:
+        return self._issuer
+
+    def add_issuer_parameter(self, authorization_server: Any, response: Response) -> None:
+        location = response.headers.get("location")
+        if location:
+            response.headers["location"] = add_params_to_uri(location, {"iss": self._issuer})

@@ -170,6 +170,7 @@ def _authorization_error(server: DevAuthorizationServer, error: Any) -> Response
     """Back to the client when its redirect URI is verified (with ``state``), else a page."""
     if error.redirect_uri:
         response: Response = server.handle_error_response(None, error)
+        server.execute_hook("after_create_authorization_response", response)  # its iss
         return response
     return error_page(error.status_code or 400, str(error.error),
                       str(error.description or ""))

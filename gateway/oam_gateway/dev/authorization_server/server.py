@@ -15,12 +15,16 @@ from typing import Any
 
 from authlib.oauth2 import AuthorizationServer  # type: ignore[import-untyped]
 from authlib.oauth2.rfc8414 import AuthorizationServerMetadata  # type: ignore[import-untyped]
+from authlib.oauth2.rfc9207 import (  # type: ignore[import-untyped]
+    AuthorizationServerMetadata as IssuerParameterMetadata,
+)
 from authlib.oidc.discovery import OpenIDProviderMetadata  # type: ignore[import-untyped]
 from oracleagentmemory.devissuer import DevIssuer
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from oam_gateway.dev.authorization_server.grants import (
     AuthorizationCodeGrant,
+    IssuerInRedirect,
     OpenIDCode,
     RefreshTokenGrant,
     S256CodeChallenge,
@@ -70,6 +74,7 @@ class DevAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
             S256CodeChallenge(), OpenIDCode(self.base, issuer.key, self.store)])
         self.register_grant(RefreshTokenGrant)
         self.register_endpoint(ClientRegistration)
+        self.register_extension(IssuerInRedirect(self.base))
 
     @property
     def base(self) -> str:
@@ -141,9 +146,10 @@ def _metadata(base: str) -> dict[str, Any]:
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "token_endpoint_auth_methods_supported": ["none"],
         "code_challenge_methods_supported": ["S256"],
+        "authorization_response_iss_parameter_supported": True,
         "service_documentation": base + "/docs",
     })
-    document.validate()
+    document.validate(metadata_classes=[IssuerParameterMetadata])
     return dict(document)
 
 
