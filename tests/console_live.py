@@ -17,7 +17,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,14 +141,15 @@ def _hidden(page: str, name: str) -> str:
     return found.group(1)
 
 
-def sign_in_answer(gateway: ConsoleAt, user: str, tenant: str | None = None
-                   ) -> tuple[httpx.Client, httpx.Response]:
+def sign_in_answer(gateway: ConsoleAt, user: str, tenant: str | None = None, *,
+                   authorize: Callable[[str], str] = str) -> tuple[httpx.Client, httpx.Response]:
     """Walk the sign-in of ``user`` (to ``tenant``'s console when given) over HTTP: the
-    client and the console's answer to the callback."""
+    client and the console's answer to the callback. ``authorize`` may change the
+    authorization URL the console sent the browser to (an attacker's hand)."""
     client = httpx.Client(base_url=gateway.url, timeout=30)
     to_provider = client.get("/console/sign-in", params={"tenant": tenant} if tenant else None)
     assert to_provider.status_code == 303, to_provider.text
-    page = client.get(to_provider.headers["location"])
+    page = client.get(authorize(to_provider.headers["location"]))
     assert page.status_code == 200, page.text
     chosen = client.post("/oauth/authorize", data={
         "request": _hidden(page.text, "request"),

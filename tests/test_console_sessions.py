@@ -8,7 +8,7 @@ Each refusal has its positive control: the same request with what was missing an
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +168,23 @@ def test_a_token_for_one_tenant_does_not_open_another_tenants_console(
         assert refused.status_code == 403 and "another tenant" in refused.text
         assert COOKIE not in client.cookies
         assert client.get("/console/memories").status_code == 401
+
+
+def _replaced(name: str, value: str) -> Callable[[str], str]:
+    def replace(url: str) -> str:
+        changed = re.sub(rf"([?&]{name}=)[^&]+", rf"\g<1>{value}", url)
+        assert changed != url, f"no {name} in {url}"
+        return changed
+    return replace
+
+
+def test_a_sign_in_is_bound_to_its_nonce_and_its_pkce_verifier(gateway: ConsoleGateway) -> None:
+    client, control = sign_in_answer(gateway, "alice")
+    assert control.status_code == 303 and COOKIE in client.cookies  # positive control
+    client, answer = sign_in_answer(gateway, "alice", authorize=_replaced("nonce", "forged"))
+    assert answer.status_code == 502 and COOKIE not in client.cookies  # the ID token's nonce
+    other_challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    client, answer = sign_in_answer(gateway, "alice",
+                                    authorize=_replaced("code_challenge", other_challenge))
+    assert answer.status_code == 502 and COOKIE not in client.cookies  # PKCE refused the code
+    assert client.get("/console/memories").status_code == 401

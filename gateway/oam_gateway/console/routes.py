@@ -218,19 +218,22 @@ class Console:
             return self._signed_out(request, "The identity provider did not sign you in.",
                                     status=401)
         try:
-            access_token = await self._providers[pending.tenant].exchange(
-                self._redirect_uri(request), code, pending.code_verifier)
-            principal = await self._verifier.verify(access_token)
+            signed_in = await self._providers[pending.tenant].exchange(
+                self._redirect_uri(request), code, pending.code_verifier, pending.nonce)
+            principal = await self._verifier.verify(signed_in.access_token)
         except SignInFailed as failed:
             _log.warning("console sign-in for tenant %s: %s", pending.tenant, failed)
             return self._failure(request, 502, "The identity provider did not sign you in.")
         except (TokenRejected, KeysUnavailable):
             return self._signed_out(request, "The identity provider's token was not accepted.",
                                     status=401)
+        if signed_in.identity.get(self._settings.user_claim) != principal.subject:
+            return self._signed_out(request, "The identity provider's tokens name different "
+                                    "people.", status=403)
         if principal.tenant != pending.tenant:
             return self._signed_out(request, "That account belongs to another tenant.",
                                     status=403)
-        session_id = self.sessions.open(ConsoleSession(pending.tenant, access_token))
+        session_id = self.sessions.open(ConsoleSession(pending.tenant, signed_in.access_token))
         response = RedirectResponse(self._links(request).to("/memories"), status_code=303)
         response.set_cookie(_cookie_name(request), session_id, max_age=SESSION_LIFETIME_SECONDS,
                             path="/", secure=_secure(request), httponly=True, samesite="lax")

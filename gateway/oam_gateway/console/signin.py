@@ -4,12 +4,15 @@ authorization code flow with PKCE (S256), with Authlib's OAuth 2 client.
 :class:`IdentityProvider` is one tenant's provider as the console's client sees it: it reads
 the provider's metadata once (``{issuer}/.well-known/openid-configuration``, whose ``issuer``
 must be the configured one exactly), builds the authorization URL for a sign-in and exchanges
-the code the browser brings back for tokens. A confidential client (a ``client_secret``)
-authenticates with HTTP Basic, a public one with PKCE alone.
+the code the browser brings back for tokens. The ID token must verify with the provider's keys
+(``jwks_uri``) and carry this issuer, this client as audience, a lifetime and the sign-in's
+``nonce``. A confidential client (a ``client_secret``) authenticates with HTTP Basic, a public
+one with PKCE alone.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -18,13 +21,31 @@ from authlib.integrations.base_client.errors import (  # type: ignore[import-unt
     OAuthError,
 )
 from authlib.integrations.httpx_client import AsyncOAuth2Client  # type: ignore[import-untyped]
+from joserfc import jwt
+from joserfc.errors import InvalidKeyIdError, JoseError
+from joserfc.jwk import KeySet
+from joserfc.jwt import JWTClaimsRegistry
 
-__all__ = ["CONSOLE_SCOPE", "DISCOVERY_PATH", "IdentityProvider", "SignInFailed"]
+from oam_gateway.auth.jwks import KeysUnavailable, RemoteKeys
+
+__all__ = ["CONSOLE_SCOPE", "DISCOVERY_PATH", "ID_TOKEN_ALGORITHMS", "IdentityProvider",
+           "SignInFailed", "SignedIn"]
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 CONSOLE_SCOPE = "openid memory:read memory:write"
 """What the console asks for: the person's identity and their memory, to read and change."""
+ID_TOKEN_ALGORITHMS = ("RS256", "ES256", "EdDSA", "Ed25519")
+"""The signatures an ID token may carry (never ``none`` or a shared secret)."""
 _TIMEOUT_SECONDS = 10.0
+_LEEWAY_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """What a finished sign-in yields: the access token and the verified ID token's claims."""
+
+    access_token: str
+    identity: dict[str, Any]
 
 
 class SignInFailed(Exception):
@@ -42,6 +63,7 @@ class IdentityProvider:
         self._client_secret = client_secret
         self._scope = scope
         self._metadata: dict[str, Any] | None = None
+        self._keys: RemoteKeys | None = None
 
     def _client(self, redirect_uri: str) -> Any:
         return AsyncOAuth2Client(
@@ -75,8 +97,10 @@ class IdentityProvider:
                                                      code_verifier=code_verifier, nonce=nonce)
         return str(url)
 
-    async def exchange(self, redirect_uri: str, code: str, code_verifier: str) -> str:
-        """The access token for the authorization ``code`` the browser brought back."""
+    async def exchange(self, redirect_uri: str, code: str, code_verifier: str,
+                       nonce: str) -> SignedIn:
+        """The tokens for the authorization ``code`` the browser brought back to the sign-in
+        that sent ``nonce``."""
         endpoint = (await self.metadata())["token_endpoint"]
         try:
             async with self._client(redirect_uri) as client:
@@ -91,7 +115,43 @@ class IdentityProvider:
         access_token = token.get("access_token")
         if not isinstance(access_token, str) or not access_token:
             raise SignInFailed("the identity provider answered no access token")
-        return access_token
+        id_token = token.get("id_token")
+        if not isinstance(id_token, str) or not id_token:
+            raise SignInFailed("the identity provider answered no ID token")
+        return SignedIn(access_token, await self._identity(id_token, nonce))
+
+    async def _identity(self, id_token: str, nonce: str) -> dict[str, Any]:
+        """The claims of ``id_token`` once it verified (signature, issuer, audience, lifetime,
+        ``nonce``)."""
+        if self._keys is None:
+            jwks_uri = (await self.metadata()).get("jwks_uri")
+            if not isinstance(jwks_uri, str) or not is_secure_transport(jwks_uri):
+                raise SignInFailed("the identity provider's jwks_uri is missing or not https")
+            self._keys = RemoteKeys(jwks_uri)
+        registry = JWTClaimsRegistry(
+            leeway=_LEEWAY_SECONDS, iss={"essential": True, "value": self.issuer},
+            aud={"essential": True, "value": self.client_id}, exp={"essential": True},
+            sub={"essential": True}, nonce={"essential": True, "value": nonce})
+        try:
+            try:
+                claims = _verified(id_token, await self._keys.current(), registry)
+            except InvalidKeyIdError:
+                fresher = await self._keys.refreshed()
+                if fresher is None:
+                    raise
+                claims = _verified(id_token, fresher, registry)
+        except KeysUnavailable as unavailable:
+            raise SignInFailed(f"the identity provider's keys: {unavailable}") from None
+        except (JoseError, ValueError) as error:
+            raise SignInFailed(f"the ID token did not verify "
+                               f"({getattr(error, 'error', type(error).__name__)})") from None
+        return claims
+
+
+def _verified(id_token: str, keys: KeySet, registry: JWTClaimsRegistry) -> dict[str, Any]:
+    decoded = jwt.decode(id_token, keys, algorithms=list(ID_TOKEN_ALGORITHMS))
+    registry.validate(decoded.claims)
+    return dict(decoded.claims)
 
 
 def _checked(document: Any, issuer: str) -> dict[str, Any]:
