@@ -21,6 +21,7 @@ import pytest
 from console_live import ConsoleGateway, chromium, console_gateway, performance_log
 from selenium.webdriver import Chrome
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.wait import WebDriverWait
 
@@ -256,3 +257,30 @@ def test_pages_carry_the_policy_and_ask_no_other_origin(
     assert others == []
     assert len(policies) >= 5
     assert all("default-src 'self'" in p and "frame-ancestors 'none'" in p for p in policies)
+
+
+def _tab_to(browser: Chrome, element_id: str) -> None:
+    """Press Tab until the element ``element_id`` has the focus (at most 40 presses)."""
+    for _ in range(40):
+        if browser.switch_to.active_element.get_dom_attribute("id") == element_id:
+            return
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+    raise AssertionError(f"Tab never reached #{element_id}")
+
+
+def test_a_person_adds_and_finds_a_memory_with_the_keyboard_alone(
+        browser: Chrome, gateway: ConsoleGateway) -> None:
+    sign_in(browser, gateway, "alice")
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+    assert browser.switch_to.active_element.text == "Skip to the content"
+    _tab_to(browser, "content")
+    browser.switch_to.active_element.send_keys("Alice typed this with the keyboard")
+    browser.switch_to.active_element.send_keys(Keys.TAB)
+    assert browser.switch_to.active_element.text == "Add"
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    _wait(browser).until(expected_conditions.url_contains("/console/memories/"))
+    browser.get(gateway.url + "/console/memories")
+    _tab_to(browser, "q")
+    browser.switch_to.active_element.send_keys("keyboard", Keys.ENTER)
+    _wait(browser).until(expected_conditions.url_contains("q=keyboard"))
+    assert "Alice typed this with the keyboard" in listed(browser)

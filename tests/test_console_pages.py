@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from typing import Any
 
 import pytest
@@ -105,3 +106,33 @@ def test_the_export_is_the_persons_json_lines(gateway: ConsoleGateway) -> None:
     assert any(line["record"].get("content") == "bob's own export line" for line in lines)
     assert all(line["record"].get("user_id") in (None, "test_idp:bob") for line in lines)
     assert "paged memory" not in export.text  # alice's rows are not bob's
+
+
+class _Controls(HTMLParser):
+    """The ids of a page's visible fields and the ids its labels name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: list[str | None] = []
+        self.labelled: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag in ("input", "textarea", "select") and values.get("type") != "hidden":
+            self.fields.append(values.get("id"))
+        elif tag == "label" and values.get("for"):
+            self.labelled.add(str(values["for"]))
+
+
+def test_every_field_of_every_page_has_its_label(gateway: ConsoleGateway) -> None:
+    with gateway.client("alice") as rest:
+        memory = rest.post("/v1/memories", json={"content": "labelled"}).json()["id"]
+    alice = signed_in(gateway, "alice")
+    fields = 0
+    for page in ("/console", "/console/memories", f"/console/memories/{memory}",
+                 "/console/timeline", "/console/threads", "/console/profile", "/console/data"):
+        controls = _Controls()
+        controls.feed(alice.get(page).text)
+        assert all(field in controls.labelled for field in controls.fields), page
+        fields += len(controls.fields)
+    assert fields >= 4  # search, add, edit, the erase confirmation

@@ -50,10 +50,11 @@ def record_text(content: Any) -> str:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
 
-def _time(timestamp: str | None) -> Html:
+def _time(timestamp: str | None, *, clock_only: bool = False) -> Html:
+    """``timestamp`` to the minute (``clock_only``: the time of day alone)."""
     if not timestamp:
         return Html("")
-    shown = timestamp[:16].replace("T", " ")
+    shown = timestamp[11:16] if clock_only else timestamp[:16].replace("T", " ")
     return html('<time datetime="{}">{}</time>', timestamp, shown)
 
 
@@ -206,7 +207,8 @@ def timeline_page(links: Links, csrf_token: str, page: Page) -> Html:
         days = []
         for day, records in groupby(page.items, key=lambda r: (r.timestamp or "")[:10]):
             entries = join(html('<li><span class="when">{}</span> <a href="{}">{}</a></li>',
-                                _time(r.timestamp), links.memory(r.id), record_text(r.content))
+                                _time(r.timestamp, clock_only=True), links.memory(r.id),
+                                record_text(r.content))
                            for r in records)
             days.append(html('<li class="day"><h2><time datetime="{}">{}</time></h2>'
                              '<ol class="entries">{}</ol></li>', day, day or "undated",
