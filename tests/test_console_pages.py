@@ -11,10 +11,13 @@ import json
 import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import pytest
 from console_live import ConsoleGateway, console_gateway, csrf_token, signed_in
+from local_ports import closed_port
+from pydantic import SecretStr
 
 
 @pytest.fixture(scope="module")
@@ -136,3 +139,15 @@ def test_every_field_of_every_page_has_its_label(gateway: ConsoleGateway) -> Non
         assert all(field in controls.labelled for field in controls.fields), page
         fields += len(controls.fields)
     assert fields >= 4  # search, add, edit, the erase confirmation
+
+
+def test_a_database_away_answers_a_page_saying_when_to_retry(dds: Any, tmp_path: Path) -> None:
+    away = SecretStr(f"postgresql://nobody@127.0.0.1:{closed_port()}/oam")
+    with console_gateway(dds, tmp_path, database_url=away, pool_min_size=0,
+                         pool_timeout_seconds=1) as served:
+        alice = signed_in(served, "alice")  # signing in needs no database
+        page = alice.get("/console/memories")
+        assert page.status_code == 503, page.text
+        assert int(page.headers["retry-after"]) > 0
+        assert "Try again shortly" in page.text and 'role="alert"' in page.text
+        assert page.headers["content-security-policy"].startswith("default-src 'self'")

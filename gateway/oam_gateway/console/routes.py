@@ -297,10 +297,13 @@ class Console:
                 response = visit.page(pages.error_page(links, refused.status, refused.detail,
                                                        session.csrf_token), refused.status)
             except OracleAgentMemoryError as error:
-                problem = json.loads(bytes(sdk_problem(error, request.url.path).body))
+                answer = sdk_problem(error, request.url.path)
+                problem = json.loads(bytes(answer.body))
                 status = int(problem["status"])
                 response = visit.page(pages.error_page(links, status, str(problem["detail"]),
                                                        session.csrf_token), status)
+                if "retry-after" in answer.headers:  # the database is away: when to retry
+                    response.headers["Retry-After"] = answer.headers["retry-after"]
             except Exception as error:  # a page, never a stack trace
                 _log.error("unhandled %s on console page %s", type(error).__name__, name)
                 response = visit.page(pages.error_page(links, 500, "The console failed to "
