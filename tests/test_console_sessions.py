@@ -80,9 +80,11 @@ def test_a_callback_state_works_once(gateway: ConsoleGateway) -> None:
     fields = dict(re.findall(r'name="(request|csrf_token)" value="([^"]*)"', page.text))
     callback = client.post("/oauth/authorize", data={**fields, "user": "alice"}
                            ).headers["location"]
+    binding = client.cookies["oam_console_sign_in"]
     assert client.get(callback).status_code == 303  # positive control: the first use
-    again = httpx.Client(base_url=gateway.url, timeout=30).get(callback)
-    assert again.status_code == 400
+    again = httpx.Client(base_url=gateway.url, timeout=30).get(
+        callback, headers={"Cookie": f"oam_console_sign_in={binding}"})
+    assert again.status_code == 400  # the same browser, the same state: used
     assert COOKIE not in again.cookies
     unknown = re.sub(r"state=[^&]+", "state=forged", callback)
     assert httpx.Client(base_url=gateway.url, timeout=30).get(unknown).status_code == 400
@@ -188,3 +190,20 @@ def test_a_sign_in_is_bound_to_its_nonce_and_its_pkce_verifier(gateway: ConsoleG
                                     authorize=_replaced("code_challenge", other_challenge))
     assert answer.status_code == 502 and COOKIE not in client.cookies  # PKCE refused the code
     assert client.get("/console/memories").status_code == 401
+
+
+def test_a_callback_opened_in_another_browser_signs_no_one_in(gateway: ConsoleGateway) -> None:
+    # The attacker signs in as bob but stops before the callback, and sends its link to alice
+    # (login CSRF: alice would then keep her memories in bob's console).
+    attacker = httpx.Client(base_url=gateway.url, timeout=30)
+    page = attacker.get(attacker.get("/console/sign-in").headers["location"])
+    fields = dict(re.findall(r'name="(request|csrf_token)" value="([^"]*)"', page.text))
+    callback = attacker.post("/oauth/authorize", data={**fields, "user": "bob"}
+                             ).headers["location"]
+    victim = httpx.Client(base_url=gateway.url, timeout=30)
+    refused = victim.get(callback)
+    assert refused.status_code == 400 and "another browser" in refused.text
+    assert COOKIE not in victim.cookies
+    assert victim.get("/console/memories").status_code == 401
+    _, control = sign_in_answer(gateway, "bob")  # positive control: in its own browser
+    assert control.status_code == 303

@@ -35,6 +35,7 @@ from oam_gateway.console.markup import Html
 from oam_gateway.console.operations import PersonOperations
 from oam_gateway.console.sessions import (
     SESSION_LIFETIME_SECONDS,
+    SIGN_IN_SECONDS,
     ConsoleSession,
     PendingSignIn,
     PendingSignIns,
@@ -60,7 +61,7 @@ from oam_gateway.rest.routes import ENDPOINTS
 from oam_gateway.tenancy.principal import Principal
 from oam_gateway.tenancy.tenants import Tenants
 
-__all__ = ["CONSOLE_PATH", "COOKIE_NAME", "SECURE_COOKIE_NAME", "Console"]
+__all__ = ["CONSOLE_PATH", "COOKIE_NAME", "SECURE_COOKIE_NAME", "SIGN_IN_COOKIE", "Console"]
 
 _log = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ COOKIE_NAME = "oam_console"
 """The session cookie over plain HTTP on a loopback address (development)."""
 SECURE_COOKIE_NAME = "__Host-oam_console"
 """The session cookie everywhere else: ``Secure``, for the whole host only."""
+SIGN_IN_COOKIE = "oam_console_sign_in"
+"""Binds a sign-in to the browser that started it (sent only to the callback)."""
 SEARCH_RESULTS = 20
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 _STYLESHEET = files("oam_gateway.console").joinpath("static/console.css").read_bytes()
@@ -195,14 +198,19 @@ class Console:
             return self._failure(request, 404, "The console is not set up for that tenant.")
         provider = self._providers[tenant]
         verifier, nonce = generate_token(64), generate_token(32)
-        state = self.pending.start(PendingSignIn(tenant, verifier, nonce))
+        pending, binding = PendingSignIn.started(tenant, verifier, nonce)
+        state = self.pending.start(pending)
         try:
             url = await provider.authorization_url(self._redirect_uri(request), state,
                                                    verifier, nonce)
         except SignInFailed as failed:
             _log.warning("console sign-in for tenant %s: %s", tenant, failed)
             return self._failure(request, 502, "The identity provider cannot be reached.")
-        return secured(RedirectResponse(url, status_code=303))
+        response = RedirectResponse(url, status_code=303)
+        response.set_cookie(SIGN_IN_COOKIE, binding, max_age=SIGN_IN_SECONDS,
+                            path=CONSOLE_PATH + "/callback", secure=_secure(request),
+                            httponly=True, samesite="lax")
+        return secured(response)
 
     def _redirect_uri(self, request: Request) -> str:
         return str(request.url_for("console.callback"))
@@ -210,9 +218,10 @@ class Console:
     async def _callback(self, request: Request) -> Response:
         event_of(request).operation = "console.callback"
         pending = self.pending.take(request.query_params.get("state"))
-        if pending is None:
-            return self._signed_out(request, "That sign-in has expired or was already used: "
-                                    "sign in again.", status=400)
+        if pending is None or not pending.started_in(request.cookies.get(SIGN_IN_COOKIE)):
+            return self._signed_out(request, "That sign-in has expired, was already used or "
+                                    "was started in another browser: sign in again.",
+                                    status=400)
         code = request.query_params.get("code")
         if not code:
             return self._signed_out(request, "The identity provider did not sign you in.",
@@ -237,6 +246,8 @@ class Console:
         response = RedirectResponse(self._links(request).to("/memories"), status_code=303)
         response.set_cookie(_cookie_name(request), session_id, max_age=SESSION_LIFETIME_SECONDS,
                             path="/", secure=_secure(request), httponly=True, samesite="lax")
+        response.delete_cookie(SIGN_IN_COOKIE, path=CONSOLE_PATH + "/callback",
+                               secure=_secure(request), httponly=True, samesite="lax")
         return secured(response)
 
     async def _sign_out(self, request: Request) -> Response:

@@ -46,11 +46,24 @@ class ConsoleSession:
 
 @dataclass(frozen=True)
 class PendingSignIn:
-    """A sign-in sent to the identity provider: what the callback needs to finish it."""
+    """A sign-in sent to the identity provider: what the callback needs to finish it, and the
+    browser that started it (a hash of the value its sign-in cookie holds)."""
 
     tenant: str
     code_verifier: str = field(repr=False)
     nonce: str = field(repr=False)
+    browser: str = field(repr=False)
+
+    @classmethod
+    def started(cls, tenant: str, code_verifier: str, nonce: str) -> tuple[PendingSignIn, str]:
+        """A new sign-in and the value for its browser's sign-in cookie."""
+        binding = secrets.token_urlsafe(32)
+        return cls(tenant, code_verifier, nonce, _key(binding)), binding
+
+    def started_in(self, binding: str | None) -> bool:
+        """Whether ``binding`` (the callback's sign-in cookie) is the one this sign-in set:
+        a callback opened in another browser (a victim sent an attacker's link) is not."""
+        return binding is not None and hmac.compare_digest(_key(binding), self.browser)
 
 
 def _key(secret: str) -> str:
