@@ -2,9 +2,10 @@
 
 :class:`Console` signs people in with their tenant's identity provider
 (:mod:`~oam_gateway.console.signin`), keeps their session on the server
-(:mod:`~oam_gateway.console.sessions`) and answers each page with the REST operations run as
-them (:mod:`~oam_gateway.console.operations`). A page without a live session (none, signed
-out, expired, or its token no longer verifies) sends the browser to the sign-in page; a form
+(:mod:`~oam_gateway.console.sessions`) and answers each page
+(:mod:`~oam_gateway.console.views`) with the REST operations run as them
+(:mod:`~oam_gateway.console.operations`). A page without a live session (none, signed out,
+expired, or its token no longer verifies) sends the browser to the sign-in page; a form
 without the session's CSRF token is refused with 403. The session cookie is HttpOnly,
 ``SameSite=Lax`` and ``Secure`` (with the ``__Host-`` prefix) unless the console is served over
 plain HTTP on a loopback address, as ``oam-gateway dev`` does.
@@ -14,13 +15,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from importlib.resources import files
 
 from authlib.common.security import generate_token  # type: ignore[import-untyped]
 from oracleagentmemory.errors import OracleAgentMemoryError
-from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -28,10 +27,8 @@ from starlette.routing import BaseRoute, Route
 from oam_gateway.auth.jwks import KeysUnavailable
 from oam_gateway.auth.verifier import TokenRejected, TokenVerifier
 from oam_gateway.config.settings import GatewaySettings
-from oam_gateway.console import pages
-from oam_gateway.console.graph import Neighbour, relation_graph
+from oam_gateway.console import pages, views
 from oam_gateway.console.headers import secured
-from oam_gateway.console.markup import Html
 from oam_gateway.console.operations import PersonOperations
 from oam_gateway.console.sessions import (
     SESSION_LIFETIME_SECONDS,
@@ -45,18 +42,7 @@ from oam_gateway.console.signin import IdentityProvider, SignInFailed
 from oam_gateway.errors.sdk_problems import sdk_problem
 from oam_gateway.middleware.bearer import PRINCIPAL_SCOPE_KEY
 from oam_gateway.observability.request_events import event_of
-from oam_gateway.rest.endpoints import Endpoint, RequestRefused, validated_body
-from oam_gateway.rest.models import (
-    ErasureReceipt,
-    Me,
-    MemoryIn,
-    MemoryPatch,
-    Page,
-    Record,
-    RelationPage,
-    SearchIn,
-    SearchOut,
-)
+from oam_gateway.rest.endpoints import Endpoint, RequestRefused
 from oam_gateway.rest.routes import ENDPOINTS
 from oam_gateway.tenancy.principal import Principal
 from oam_gateway.tenancy.tenants import Tenants
@@ -72,7 +58,6 @@ SECURE_COOKIE_NAME = "__Host-oam_console"
 """The session cookie everywhere else: ``Secure``, for the whole host only."""
 SIGN_IN_COOKIE = "oam_console_sign_in"
 """Binds a sign-in to the browser that started it (sent only to the callback)."""
-SEARCH_RESULTS = 20
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 _STYLESHEET = files("oam_gateway.console").joinpath("static/console.css").read_bytes()
 
@@ -84,39 +69,6 @@ def _secure(request: Request) -> bool:
 
 def _cookie_name(request: Request) -> str:
     return SECURE_COOKIE_NAME if _secure(request) else COOKIE_NAME
-
-
-@dataclass(frozen=True)
-class Visit:
-    """A request of a signed-in person: their session, principal and operations."""
-
-    request: Request
-    links: pages.Links
-    session: ConsoleSession
-    principal: Principal
-    operations: PersonOperations
-    form: FormData | None
-
-    def page(self, body: Html, status: int = 200) -> Response:
-        return HTMLResponse(body, status_code=status)
-
-    def field(self, name: str) -> str:
-        """A field of the posted form (empty when absent)."""
-        value = self.form.get(name) if self.form is not None else None
-        return value if isinstance(value, str) else ""
-
-    def text(self, name: str) -> str:
-        """A text field of the posted form, stripped; a 400 when it is blank."""
-        text = self.field(name).strip()
-        if not text:
-            raise RequestRefused(400, "invalid-request", f"Write the {name} first.")
-        return text
-
-    def redirect(self, path: str) -> Response:
-        return RedirectResponse(self.links.to(path), status_code=303)
-
-
-Handler = Callable[[Visit], Awaitable[Response]]
 
 
 class Console:
@@ -148,20 +100,22 @@ class Console:
             Route(p + "/sign-in", self._sign_in, methods=["GET"]),
             Route(p + "/callback", self._callback, methods=["GET"], name="console.callback"),
             Route(p + "/sign-out", self._sign_out, methods=["POST"]),
-            Route(p + "/memories", person("memories", self._memories), methods=["GET"]),
-            Route(p + "/memories", person("memories.add", self._add), methods=["POST"]),
-            Route(p + "/memories/{memory_id}", person("memory", self._memory), methods=["GET"]),
-            Route(p + "/memories/{memory_id}", person("memory.edit", self._edit),
+            Route(p + "/memories", person("memories", views.memories_page), methods=["GET"]),
+            Route(p + "/memories", person("memories.add", views.add), methods=["POST"]),
+            Route(p + "/memories/{memory_id}", person("memory", views.memory_page),
+                  methods=["GET"]),
+            Route(p + "/memories/{memory_id}", person("memory.edit", views.edit),
                   methods=["POST"]),
-            Route(p + "/memories/{memory_id}/delete", person("memory.delete", self._delete),
+            Route(p + "/memories/{memory_id}/delete", person("memory.delete", views.delete),
                   methods=["POST"]),
-            Route(p + "/timeline", person("timeline", self._timeline), methods=["GET"]),
-            Route(p + "/threads", person("threads", self._threads), methods=["GET"]),
-            Route(p + "/threads/{thread_id}", person("thread", self._thread), methods=["GET"]),
-            Route(p + "/profile", person("profile", self._profile), methods=["GET"]),
-            Route(p + "/data", person("data", self._data), methods=["GET"]),
-            Route(p + "/export", person("export", self._export), methods=["GET"]),
-            Route(p + "/erase", person("erase", self._erase), methods=["POST"]),
+            Route(p + "/timeline", person("timeline", views.timeline_page), methods=["GET"]),
+            Route(p + "/threads", person("threads", views.threads_page), methods=["GET"]),
+            Route(p + "/threads/{thread_id}", person("thread", views.thread_page),
+                  methods=["GET"]),
+            Route(p + "/profile", person("profile", views.profile_page), methods=["GET"]),
+            Route(p + "/data", person("data", views.data_page), methods=["GET"]),
+            Route(p + "/export", person("export", views.export), methods=["GET"]),
+            Route(p + "/erase", person("erase", views.erase), methods=["POST"]),
         ]
 
     # -- signing in and out ------------------------------------------------------------------
@@ -279,7 +233,8 @@ class Console:
             return None
         return session, principal
 
-    def _person(self, name: str, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    def _person(self, name: str, handler: views.Handler
+                ) -> Callable[[Request], Awaitable[Response]]:
         """The route of a page for signed-in people only; forms must carry the CSRF token."""
 
         async def handle(request: Request) -> Response:
@@ -301,7 +256,7 @@ class Console:
                     return self._failure(request, 403, "The form has expired: reload the page.")
             operations = PersonOperations(request, principal, self._endpoints, self._tenants,
                                           self._settings.limits, self._settings.require_scopes)
-            visit = Visit(request, links, session, principal, operations, form)
+            visit = views.Visit(request, links, session, principal, operations, form)
             try:
                 response = await handler(visit)
             except RequestRefused as refused:
@@ -323,108 +278,6 @@ class Console:
 
         return handle
 
-    async def _memories(self, visit: Visit) -> Response:
-        query = visit.request.query_params.get("q", "").strip()
-        ops, csrf = visit.operations, visit.session.csrf_token
-        if query:
-            body = validated_body(SearchIn, {"query": query, "k": SEARCH_RESULTS})
-            found = await ops.answer("search", SearchOut, body=body)
-            return visit.page(pages.memories_page(visit.links, csrf, query=query,
-                                                  hits=found.results))
-        page = await ops.answer("memories.list", Page, query=_paging(visit))
-        return visit.page(pages.memories_page(visit.links, csrf, page=page))
-
-    async def _add(self, visit: Visit) -> Response:
-        body = validated_body(MemoryIn, {"content": visit.text("content")})
-        record = await visit.operations.answer("memories.add", Record, body=body)
-        return RedirectResponse(visit.links.memory(record.id), status_code=303)
-
-    async def _memory(self, visit: Visit) -> Response:
-        memory_id = visit.request.path_params["memory_id"]
-        ops = visit.operations
-        record = await ops.answer("memories.get", Record, path={"memory_id": memory_id})
-        relations = []
-        for direction in ("source_record_id", "target_record_id"):
-            found = await ops.answer("relations.list", RelationPage,
-                                     query={direction: memory_id, "limit": "100"})
-            for relation in found.items:
-                outgoing = direction == "source_record_id"
-                other = relation.target_record_id if outgoing else relation.source_record_id
-                kind = (relation.relation_type if outgoing
-                        else relation.opposite_relation_type or f"{relation.relation_type} (to)")
-                relations.append((kind, other))
-        texts = {other: await self._text_of(ops, other) for _, other in relations}
-        listed = [(kind, other, texts[other]) for kind, other in relations]
-        graph = relation_graph(pages.record_text(record.content),
-                               [Neighbour(o, t, k) for k, o, t in listed], visit.links.memory)
-        return visit.page(pages.memory_page(visit.links, visit.session.csrf_token, record,
-                                            graph, listed))
-
-    @staticmethod
-    async def _text_of(ops: PersonOperations, memory_id: str) -> str:
-        try:
-            other = await ops.answer("memories.get", Record, path={"memory_id": memory_id})
-        except RequestRefused:
-            return memory_id  # a record that is not a memory (or not visible): its id
-        return pages.record_text(other.content)
-
-    async def _edit(self, visit: Visit) -> Response:
-        memory_id = visit.request.path_params["memory_id"]
-        body = validated_body(MemoryPatch, {"content": visit.text("content")})
-        await visit.operations.answer("memories.update", Record, path={"memory_id": memory_id},
-                                      body=body)
-        return RedirectResponse(visit.links.memory(memory_id), status_code=303)
-
-    async def _delete(self, visit: Visit) -> Response:
-        memory_id = visit.request.path_params["memory_id"]
-        await visit.operations.response("memories.delete", path={"memory_id": memory_id})
-        return visit.redirect("/memories")
-
-    async def _timeline(self, visit: Visit) -> Response:
-        page = await visit.operations.answer("memories.list", Page, query=_paging(visit))
-        return visit.page(pages.timeline_page(visit.links, visit.session.csrf_token, page))
-
-    async def _threads(self, visit: Visit) -> Response:
-        page = await visit.operations.answer("threads.list", Page, query=_paging(visit))
-        return visit.page(pages.threads_page(visit.links, visit.session.csrf_token, page))
-
-    async def _thread(self, visit: Visit) -> Response:
-        path = {"thread_id": visit.request.path_params["thread_id"]}
-        thread = await visit.operations.answer("threads.get", Record, path=path)
-        messages = await visit.operations.answer("messages.list", Page, path=path,
-                                                 query=_paging(visit))
-        return visit.page(pages.thread_page(visit.links, visit.session.csrf_token, thread,
-                                            messages))
-
-    async def _profile(self, visit: Visit) -> Response:
-        me = await visit.operations.answer("me", Me)
-        try:
-            profile: Record | None = await visit.operations.answer("profile.get", Record)
-        except RequestRefused as refused:
-            if refused.status != 404:
-                raise
-            profile = None
-        return visit.page(pages.profile_page(visit.links, visit.session.csrf_token, me,
-                                             profile))
-
-    async def _data(self, visit: Visit) -> Response:
-        return visit.page(pages.data_page(visit.links, visit.session.csrf_token))
-
-    async def _export(self, visit: Visit) -> Response:
-        return await visit.operations.response("me.export")
-
-    async def _erase(self, visit: Visit) -> Response:
-        if visit.field("confirm") != "yes":
-            raise RequestRefused(400, "invalid-request",
-                                 "Tick the confirmation to erase everything.")
-        receipt = await visit.operations.answer("me.erase", ErasureReceipt)
-        return visit.page(pages.erased_page(visit.links, visit.session.csrf_token, receipt))
-
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _paging(visit: Visit) -> Mapping[str, str | None]:
-    params = visit.request.query_params
-    return {"cursor": params.get("cursor"), "limit": params.get("limit")}
