@@ -151,3 +151,15 @@ def test_a_database_away_answers_a_page_saying_when_to_retry(dds: Any, tmp_path:
         assert int(page.headers["retry-after"]) > 0
         assert "Try again shortly" in page.text and 'role="alert"' in page.text
         assert page.headers["content-security-policy"].startswith("default-src 'self'")
+
+
+def test_console_pages_count_against_the_persons_rate_limit(dds: Any, tmp_path: Path) -> None:
+    with console_gateway(dds, tmp_path, limits={"rate_limit": "4/minute"}) as served:
+        alice = signed_in(served, "alice")  # signing in is not counted
+        assert [alice.get("/console/memories").status_code for _ in range(4)] == [200] * 4
+        refused = alice.get("/console/timeline")
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) > 0
+        assert "Slow down" in refused.text and 'role="alert"' in refused.text
+        assert refused.headers["content-security-policy"].startswith("default-src 'self'")
+        bob = signed_in(served, "bob")
+        assert bob.get("/console/memories").status_code == 200  # another person's allowance

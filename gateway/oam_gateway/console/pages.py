@@ -108,7 +108,7 @@ def signed_out_page(links: Links, tenants: Sequence[str], notice: str = "") -> H
 def error_page(links: Links, status: int, detail: str, csrf_token: str | None) -> Html:
     """What went wrong, with the way back."""
     titles = {400: "That did not work", 403: "Not allowed", 404: "Not found",
-              502: "Sign-in failed", 503: "Try again shortly"}
+              429: "Slow down", 502: "Sign-in failed", 503: "Try again shortly"}
     title = titles.get(status, "Something went wrong")
     body = html('<div class="error" role="alert"><p>{}</p><p class="status">Status {}</p></div>'
                 '<p><a href="{}">Back to your memories</a></p>', detail, status,

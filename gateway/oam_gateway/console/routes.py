@@ -30,6 +30,7 @@ from oam_gateway.config.settings import GatewaySettings
 from oam_gateway.console import pages, views
 from oam_gateway.console.headers import secured
 from oam_gateway.console.operations import PersonOperations
+from oam_gateway.console.person_limit import PersonLimit
 from oam_gateway.console.sessions import (
     SESSION_LIFETIME_SECONDS,
     SIGN_IN_SECONDS,
@@ -88,6 +89,7 @@ class Console:
             if tenant.console_client_id is not None}
         self.sessions = SessionStore()
         self.pending = PendingSignIns()
+        self._limit = PersonLimit(settings.limits)
 
     @property
     def routes(self) -> list[BaseRoute]:
@@ -249,6 +251,12 @@ class Console:
                 return self._failure(request, 403, "You are not signed in.")
             session, principal = visitor
             request.scope[PRINCIPAL_SCOPE_KEY] = principal  # the audit event names them
+            retry_after = await self._limit.retry_after(principal)
+            if retry_after is not None:
+                response = self._failure(request, 429, f"Too many requests: try again in "
+                                         f"{retry_after} seconds.")
+                response.headers["Retry-After"] = str(retry_after)
+                return response
             form = None
             if request.method == "POST":
                 form = await request.form()
