@@ -17,6 +17,7 @@ from psycopg.abc import PQGen
 from psycopg.adapt import PyFormat, Transformer
 from psycopg.pq import TransactionStatus
 
+from oracleagentmemory.engines.postgres.session_seals import SessionSeal
 from oracleagentmemory.errors import SecurityContextError
 
 _APPLY = "SELECT oam_sec.apply_assertion(%s)"
@@ -31,6 +32,11 @@ replaced a named statement of the SDK's, which would then receive the caller's v
 COALESCE evaluates the division only when the apply answered NULL; its divisor is a zero the
 planner cannot fold (``statement_timestamp()`` is not immutable), so it fails only then."""
 _APPLY_OR_FAIL_PARAM = _APPLY_OR_FAIL.replace("%s", "$1").encode()
+_APPLY_SEALED_OR_FAIL = _APPLY_OR_FAIL_PARAM.replace(
+    b"oam_sec.apply_assertion($1)", b"oam_sec.apply_assertion($1, $2)")
+"""The apply of a connection the SDK pools (:mod:`.session_seals`), failing as
+:data:`_APPLY_OR_FAIL` does; with the seal as ``$2``. Run as a named prepared statement of the
+connection while its seal is kept, so parsed and planned once per connection."""
 
 
 def _assertion(security: Any) -> str:
@@ -93,10 +99,14 @@ class ContextTransaction:
     they only read, in the same round trip as ``BEGIN``, the apply, ``COMMIT`` and the end check.
     """
 
-    def __init__(self, conn: psycopg.Connection[Any], security: Any) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], security: Any,
+                 seal: SessionSeal | None = None) -> None:
         self.conn = conn
         self.security = security
         self.assertion = _assertion(security)
+        self.seal = seal
+        """The connection's seal when the SDK pools it (:mod:`.session_seals`), else ``None``
+        (every apply scans the session)."""
         self.open = False
         """Whether a transaction of this context is open on the connection now."""
         self.used = False
@@ -116,18 +126,37 @@ class ContextTransaction:
         if self.open:
             return
         conn = self.conn
-        try:
-            row = _begin_and_apply(conn, self.assertion)
-        except psycopg.errors.UndefinedFunction as exc:
-            _roll_back(conn)
-            raise _no_security_schema() from exc
-        except psycopg.Error:
-            # A connection that cannot take a context (a read-only or timed-out session, say)
-            # serves nobody again: left in the pool it would fail every later user.
-            conn.close()
-            raise
+        for attempt in (1, 2):
+            try:
+                row = _begin_and_apply(conn, self.assertion, self.seal)
+                break
+            except psycopg.errors.UndefinedFunction as exc:
+                _roll_back(conn)
+                raise _no_security_schema() from exc
+            except psycopg.errors.InvalidSqlStatementName:
+                # The named apply is gone (a rollback through psycopg deallocates every
+                # statement of the session): prepared again, once.
+                _roll_back(conn)
+                if attempt == 2:
+                    conn.close()
+                    raise
+            except psycopg.errors.DivisionByZero:
+                conn.close()  # the sealed apply's refusal
+                raise _refused(self.security) from None
+            except psycopg.Error:
+                # A connection that cannot take a context (a read-only or timed-out session,
+                # say) serves nobody again: left in the pool it would fail every later user.
+                conn.close()
+                raise
         self.open = self.used = True
         _check_seen(row, self.security, conn)
+        self._sealed()
+
+    def _sealed(self) -> None:
+        """The database accepted the apply: it holds the seal now (or, if this transaction
+        rolls back, an earlier one, and then scans the session again)."""
+        if self.seal is not None:
+            self.seal.kept = True
 
     def read_first(self, statements: Sequence[tuple[str, Sequence[Any]]]
                    ) -> list[list[dict[str, Any]]] | None:
@@ -148,19 +177,24 @@ class ContextTransaction:
             if self.used:
                 return None
             self.used = True
-            return self._read_first(statements)
+            rows = self._read_first(statements)
+            self._sealed()
+            return rows
 
     def _read_first(self, statements: Sequence[tuple[str, Sequence[Any]]]
                     ) -> list[list[dict[str, Any]]]:
         try:
-            return _read_in_one_flight(self.conn, self.security, self.assertion, statements)
+            return _read_in_one_flight(self.conn, self.security, self.assertion, statements,
+                                       self.seal)
         except (psycopg.errors.InvalidSqlStatementName, psycopg.errors.FeatureNotSupported):
             # A statement prepared here is gone (a rollback through psycopg deallocates every
             # statement of the session; so does DEALLOCATE ALL), or no longer fits its table
             # ("cached plan must not change result type" after the owner altered a column's
             # type, which would fail it on this connection for good): prepare them again, once.
             _PREPARED.pop(self.conn, None)
-            return _read_in_one_flight(self.conn, self.security, self.assertion, statements)
+            _APPLY_NAMES.pop(self.conn, None)
+            return _read_in_one_flight(self.conn, self.security, self.assertion, statements,
+                                       self.seal)
 
 
 _PREPARED: weakref.WeakKeyDictionary[psycopg.Connection[Any],
@@ -171,6 +205,9 @@ parameter types.
 Names are never reused, so a statement forgotten here but left on the server is never
 executed for another query."""
 _STATEMENT_NUMBERS = itertools.count()
+_APPLY_NAMES: weakref.WeakKeyDictionary[psycopg.Connection[Any], bytes] = (
+    weakref.WeakKeyDictionary())
+"""The sealed apply (:data:`_APPLY_SEALED_OR_FAIL`) prepared on each connection, by name."""
 MAX_PREPARED_READS = 32
 """Statements prepared per connection for first reads; shapes past them run unnamed (a
 metadata filter's shape is the caller's, and every prepared statement adds to what the apply's
@@ -188,9 +225,42 @@ def _numbered(query: str) -> bytes:
         lambda match: "%" if match.group() == "%%" else f"${next(numbers)}", query).encode()
 
 
+def _queue_apply(conn: psycopg.Connection[Any], assertion: str, seal: SessionSeal | None,
+                 or_fail: bool) -> int:
+    """Queue the apply statement in the connection's pipeline; the number of results it adds
+    (2 when it prepares the sealed apply first).
+
+    Without a seal, the unnamed statement (:data:`_APPLY_OR_FAIL` with ``or_fail``, else
+    :data:`_APPLY`): parsed anew with each call, so no SQL run earlier on this connection can
+    stand in for it (a named one could be deallocated and replaced). With a new seal (SQL not
+    the SDK's may have run on the session since the SDK last had it), the unnamed sealed apply,
+    whose scan then runs; the statement named before is forgotten and never run again. With a
+    kept seal, nothing but the SDK's own statements ran on the session since its last scan,
+    which found no prepared statement of SQL's: the named sealed apply is the SDK's.
+    """
+    pgconn = conn.pgconn
+    if seal is None:
+        pgconn.send_query_params(_APPLY_OR_FAIL_PARAM if or_fail else _APPLY_PARAM,
+                                 [assertion.encode()])
+        return 1
+    values: list[bytes | None] = [assertion.encode(), seal.token.encode()]
+    if not seal.kept:
+        _APPLY_NAMES.pop(conn, None)
+        pgconn.send_query_params(_APPLY_SEALED_OR_FAIL, values)
+        return 1
+    name = _APPLY_NAMES.get(conn)
+    if name is None:
+        name = _APPLY_NAMES[conn] = f"oam_apply_{next(_STATEMENT_NUMBERS)}".encode()
+        pgconn.send_prepare(name, _APPLY_SEALED_OR_FAIL)
+        pgconn.send_query_prepared(name, values)
+        return 2
+    pgconn.send_query_prepared(name, values)
+    return 1
+
+
 def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion: str,
-                        statements: Sequence[tuple[str, Sequence[Any]]]
-                        ) -> list[list[dict[str, Any]]]:
+                        statements: Sequence[tuple[str, Sequence[Any]]],
+                        seal: SessionSeal | None = None) -> list[list[dict[str, Any]]]:
     """:meth:`ContextTransaction.read_first`'s round trip, as one libpq pipeline.
 
     libpq's pipeline directly, as :func:`_begin_and_apply`: one wait for the whole flight,
@@ -206,9 +276,10 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
         pgconn.enter_pipeline_mode()
         try:
             pgconn.send_query_params(b"BEGIN", None)
-            # Unnamed, like the apply: nothing named runs before the database checked the session.
-            pgconn.send_query_params(_APPLY_OR_FAIL_PARAM, [assertion.encode()])
-            position = 2
+            # Nothing named of a session SQL may have reached runs before the database
+            # checked the session (_queue_apply).
+            applied = _queue_apply(conn, assertion, seal, or_fail=True)
+            position = 1 + applied
             for query, params in statements:
                 values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
                 key = (query, transformer.types)
@@ -232,6 +303,7 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
         except BaseException:
             for key in new:
                 prepared.pop(key, None)
+            _APPLY_NAMES.pop(conn, None)  # perhaps never prepared either
             raise
         finally:
             if pgconn.status != pq.ConnStatus.BAD:
@@ -244,7 +316,11 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
         for key in new:  # perhaps never prepared: the server skips what follows an error
             prepared.pop(key, None)
         error = _error(conn, results[failed])
-        if failed <= 1:  # BEGIN or the apply: the server ran none of the statements
+        if failed <= applied:  # BEGIN or the apply: the server ran none of the statements
+            _APPLY_NAMES.pop(conn, None)
+            if isinstance(error, psycopg.errors.InvalidSqlStatementName):
+                _roll_back(conn)  # the named apply is gone: read_first prepares it again
+                raise error
             conn.close()
             if isinstance(error, psycopg.errors.UndefinedFunction):
                 raise _no_security_schema() from error
@@ -252,9 +328,9 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
                 raise _refused(security) from None
             raise error
         _roll_back(conn)
-        _check_seen(_text_row(conn, results[1]), security, conn)
+        _check_seen(_text_row(conn, results[applied]), security, conn)
         raise error
-    _check_seen(_text_row(conn, results[1]), security, conn)
+    _check_seen(_text_row(conn, results[applied]), security, conn)
     _discard_unless_cleared(conn, _text_row(conn, results[-1]))
     found = []
     for index in reads:
@@ -286,7 +362,8 @@ def _text_row(conn: psycopg.Connection[Any], result: pq.abc.PGresult) -> tuple[s
 
 @contextmanager
 def context_transaction(conn: psycopg.Connection[Any], security: Any,
-                        deferred: bool = False) -> Iterator[ContextTransaction]:
+                        deferred: bool = False, seal: SessionSeal | None = None
+                        ) -> Iterator[ContextTransaction]:
     """One transaction on an idle connection, run as ``security``'s end user.
 
     The steps of :func:`apply_security_context` and :func:`clear_security_context` with two
@@ -302,11 +379,14 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any,
     first reads may then travel with ``BEGIN``, the apply and ``COMMIT`` in one round trip.
     A context whose user the database has not verified yet is applied at once all the same.
     A block that ran nothing still applies the context once, so the database verifies it.
+
+    ``seal``: the connection's seal, when a pool of the SDK's lent it to the engine
+    (:mod:`.session_seals`); the apply then skips the clean-session scan while the seal is kept.
     """
     # The transaction is opened and ended here, through libpq, whatever the connection's
     # autocommit setting: psycopg reads the transaction status from libpq, so inside it sends
     # no BEGIN of its own and nests its transaction blocks as savepoints.
-    transaction = ContextTransaction(conn, security)
+    transaction = ContextTransaction(conn, security, seal)
     if not deferred or security.verified_username() is None:
         # A context whose user the database has not named yet (a token's first use) is applied
         # at once: code inside the block asks for that name (a record's default owner) before
@@ -333,12 +413,14 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any,
     _commit_and_check(conn)
 
 
-def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str | None]:
+def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str,
+                     seal: SessionSeal | None = None) -> tuple[str | None]:
     """``BEGIN`` and the apply statement as one libpq pipeline: one round trip.
 
     libpq's pipeline directly rather than psycopg's ``Connection.pipeline()``, whose bookkeeping
     costs more than the round trip it saves. psycopg then sees the open transaction (it reads
-    the status from libpq) and sends no ``BEGIN`` of its own. The apply also gives the
+    the status from libpq) and sends no ``BEGIN`` of its own. The apply is queued by
+    :func:`_queue_apply` (the sealed apply when ``seal`` is given). The apply also gives the
     transaction ``plan_cache_mode = force_generic_plan`` (a search's HNSW round, whose plan
     depends on the values, sets ``auto`` again). Raises the database
     error of the first failing statement, with the transaction left open for the caller to roll
@@ -349,9 +431,7 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str) -> tuple[str
         pgconn.enter_pipeline_mode()
         try:
             pgconn.send_query_params(b"BEGIN", None)
-            # The unnamed statement: parsed anew with each call, so no SQL run earlier on this
-            # connection can stand in for it (a named one could be deallocated and replaced).
-            pgconn.send_query_params(_APPLY_PARAM, [assertion.encode()])
+            _queue_apply(conn, assertion, seal, or_fail=False)
             pgconn.pipeline_sync()
             results = _results(conn, pipeline=True)
         finally:
@@ -371,6 +451,7 @@ def _roll_back(conn: psycopg.Connection[Any]) -> None:
     on this connection, for every later caller of the pool (a ``ROLLBACK`` sent through libpq
     directly hid the rollback from psycopg and left the entry in place).
     """
+    _APPLY_NAMES.pop(conn, None)  # psycopg's rollback may deallocate it
     with suppress(psycopg.Error):  # a broken session: the check finds it closed or discards it
         conn.rollback()
     clear_security_context(conn)

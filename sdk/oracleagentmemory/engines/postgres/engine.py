@@ -32,6 +32,7 @@ from oracleagentmemory.engines.postgres.driver_errors import (
     translate,
 )
 from oracleagentmemory.engines.postgres.session import PostgresSession
+from oracleagentmemory.engines.postgres.session_seals import SealingPool, SessionSeal, claim_seal
 from oracleagentmemory.engines.scan_choices import ScanChoices
 from oracleagentmemory.engines.text_values import not_unicode
 from oracleagentmemory.errors import (
@@ -85,7 +86,7 @@ def _open_pool(url: str) -> ConnectionPool[Any]:
         raise DatabaseUnavailableError(
             f"cannot connect to the database within {timeout:g} s: {_first_line(exc)}",
             hint=UNAVAILABLE_HINT) from None
-    pool: ConnectionPool[Any] = ConnectionPool(
+    pool: ConnectionPool[Any] = SealingPool(
         url, min_size=1, max_size=DEFAULT_POOL_MAX_SIZE, open=False, name="oracleagentmemory",
         kwargs={"connect_timeout": seconds}, reconnect_timeout=timeout,
     )
@@ -163,7 +164,10 @@ class PostgresEngine(Engine):
         try:
             if self._pool is not None:
                 with self._pool.connection() as conn:
-                    yield from self._transaction(conn, names, security)
+                    seal = claim_seal(self._pool, conn)
+                    yield from self._transaction(conn, names, security, seal)
+                    if isinstance(self._pool, SealingPool) and seal is not None and seal.kept:
+                        self._pool.reseal(conn, seal)  # the database accepted it: kept
             else:
                 assert self._conn is not None
                 with self._lock:
@@ -174,7 +178,8 @@ class PostgresEngine(Engine):
             raise not_unicode(exc) from exc
 
     def _transaction(self, conn: psycopg.Connection[Any], names: StoreNames,
-                     security: Any | None) -> Iterator[PostgresSession]:
+                     security: Any | None, seal: SessionSeal | None = None
+                     ) -> Iterator[PostgresSession]:
         """One transaction; with ``security``, applied, verified, then cleared and verified.
 
         The assertion lives in a transaction-local setting, so commit or rollback removes it;
@@ -183,13 +188,14 @@ class PostgresEngine(Engine):
         transaction's first statement and the check shares the round trip of ``COMMIT``; a
         session whose first work is a read runs all of it in one round trip
         (:class:`~.context_sql.ContextTransaction`). Inside a caller's open transaction each
-        step runs on its own.
+        step runs on its own. ``seal``: the connection's seal when the engine's own pool lent
+        it (:mod:`.session_seals`).
         """
         if conn.closed:
             raise DatabaseUnavailableError("the database connection is closed")
         self.ensure_vector_adapters(conn)
         if security is not None and conn.info.transaction_status == TransactionStatus.IDLE:
-            with context_transaction(conn, security, deferred=True) as context:
+            with context_transaction(conn, security, deferred=True, seal=seal) as context:
                 yield PostgresSession(conn, self, names, security, context)
             return
         try:

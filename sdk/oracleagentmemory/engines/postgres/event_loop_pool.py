@@ -23,8 +23,9 @@ from oracleagentmemory.engines.postgres.event_loop import (
     BridgedPool,
     run_bridged,
 )
+from oracleagentmemory.engines.postgres.session_seals import SealingPool
 
-__all__ = ["EventLoopPool", "database_reachable"]
+__all__ = ["EventLoopPool", "SealingBridgedPool", "database_reachable"]
 
 T = TypeVar("T")
 
@@ -45,6 +46,12 @@ async def database_reachable(url: str, timeout_seconds: float) -> bool:
     return True
 
 
+class SealingBridgedPool(BridgedPool, SealingPool):
+    """A :class:`~.event_loop.BridgedPool` that keeps the seals of its connections
+    (:class:`~.session_seals.SealingPool`): the engine's applies skip the clean-session scan on
+    connections only the SDK used since their last scan."""
+
+
 class EventLoopPool:
     """A connection pool whose SDK calls (:meth:`run`) run on the caller's event loop, their
     database waits awaited there, and whose waits for a free connection never block the loop.
@@ -62,7 +69,7 @@ class EventLoopPool:
         if transaction_timeout_seconds is not None:
             milliseconds = max(1, math.ceil(transaction_timeout_seconds * 1000))
             options["options"] = f"-c transaction_timeout={milliseconds}"
-        self.pool: ConnectionPool[Any] = BridgedPool(
+        self.pool: ConnectionPool[Any] = SealingBridgedPool(
             url, connection_class=BridgedConnection, min_size=min_size, max_size=max_size,
             timeout=timeout_seconds, reconnect_timeout=max(30.0, timeout_seconds), name=name,
             kwargs=options, open=False)

@@ -3,7 +3,7 @@
 It holds application identities (an HMAC key per application, bound to the runtime login role
 allowed to use it), local end users, data roles with their grants to end users and identity-
 provider groups, and the policies installed per store. The runtime login can read none of it; it
-can only call ``oam_sec.apply_assertion(assertion)``, ``oam_sec.end_user()``,
+can only call ``oam_sec.apply_assertion(assertion[, seal])``, ``oam_sec.end_user()``,
 ``oam_sec.has_data_role(role)`` and ``oam_sec.verified_user(role)`` (granted to PUBLIC: they only
 ever describe the caller's own assertion). One policy administrator owns ``oam_sec`` per database;
 to manage a store's policies it must be a member of the store's schema-owner role (or be that role).
@@ -49,6 +49,11 @@ snapshot would keep showing grants, users and keys as they were when the transac
 so a revoke would never reach it. Schema-qualified throughout, so no search_path can
 redirect it."""
 
+SEAL_SETTING = "oam.session_seal"
+"""The session-level setting holding the seal of the last clean-session scan that passed."""
+MIN_SEAL_CHARACTERS = 32
+"""A shorter seal never lets the scan be skipped."""
+
 TOKEN_LEEWAY_SECONDS = 30
 """Clock skew allowed on an identity-provider token's ``exp``, ``nbf`` and ``iat``."""
 
@@ -56,16 +61,23 @@ _TABLES = ("application", "end_user", "data_role", "data_role_grant", "identity_
            "application_store", "application_idp")
 """Tables whose changes invalidate every recorded verification."""
 
-_PRISTINE_SESSION = """(pg_catalog.current_setting('client_encoding') OPERATOR(pg_catalog.=) 'UTF8'
+_SESSION_SETTINGS = """pg_catalog.current_setting('client_encoding') OPERATOR(pg_catalog.=) 'UTF8'
            AND pg_catalog.current_setting('DateStyle') OPERATOR(pg_catalog.~~) 'ISO,%'
            AND pg_catalog.current_setting('row_security') OPERATOR(pg_catalog.=) 'on'
-           AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
-           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements s WHERE s.from_sql)
+           AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'"""
+"""The settings the SDK reads results with (part of :data:`_PRISTINE_SESSION`)."""
+
+_SESSION_OBJECTS_ABSENT = (
+    "NOT EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements s WHERE s.from_sql)"
+    """
            AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_cursors k WHERE k.is_holdable)
            AND (pg_catalog.pg_my_temp_schema() OPERATOR(pg_catalog.=) 0 OR NOT EXISTS (
                 SELECT 1 FROM pg_catalog.pg_depend d
                  WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::regclass
-                   AND d.refobjid OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema())))"""
+                   AND d.refobjid OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema()))""")
+"""The session-lived objects of :data:`_PRISTINE_SESSION`: the scan a sealed session skips."""
+
+_PRISTINE_SESSION = f"({_SESSION_SETTINGS}\n           AND {_SESSION_OBJECTS_ABSENT})"
 """Whether this session holds nothing its own SQL made that could stand in for what the SDK
 runs as the end user, or make it misread results. Checked before every assertion is set:
 
@@ -353,15 +365,45 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
     # that run as the end user gets no assertion at all (_PRISTINE_SESSION). The transaction
     # also gets generic plans: under row-level security planning costs several times more
     # (every policy adds its lookups), and the store's statements plan alike for any values.
-    f"""CREATE OR REPLACE FUNCTION oam_sec.apply_assertion(assertion text) RETURNS text
-        LANGUAGE sql VOLATILE SECURITY DEFINER
+    # With a seal (connections the SDK pools itself, engines/postgres/session_seals.py): the
+    # scan for session-lived objects is skipped when the seal is the one this session kept
+    # from its last scan that passed, and a scan that passes keeps the caller's seal (a
+    # session-level setting; a rolled-back apply leaves the earlier one). The SDK sends a seal
+    # nobody has seen whenever SQL other than its own may have run on the session since, so
+    # what that SQL could read or set of the setting never counts. Without one (NULL, or
+    # shorter than MIN_SEAL_CHARACTERS) every call scans. The settings are checked every time.
+    # PL/pgSQL: its expressions run without a statement each (about 20 us less per call than
+    # the same steps as an SQL function).
+    "DROP FUNCTION IF EXISTS oam_sec.apply_assertion(text)",  # one argument until the seal
+    f"""CREATE OR REPLACE FUNCTION oam_sec.apply_assertion(assertion text, seal text DEFAULT NULL)
+        RETURNS text LANGUAGE plpgsql VOLATILE SECURITY DEFINER
         SET search_path = pg_catalog, pg_temp AS $fn$
-        SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
-        SELECT set_config('oam.end_user_assertion', CASE WHEN {_PRISTINE_SESSION}
-            THEN coalesce(assertion, '') ELSE '' END, true);
-        SELECT CASE WHEN current_setting('oam.end_user_assertion') = '' THEN NULL ELSE coalesce(
-            (SELECT c.username FROM oam_sec.session_end_user c WHERE {_CURRENT_VERIFICATION}),
-            oam_sec.verify_assertion()) END;
+    DECLARE
+        v_set text;
+        v_user text;
+    BEGIN
+        v_set := set_config('plan_cache_mode', 'force_generic_plan', true);
+        IF NOT coalesce({_SESSION_SETTINGS}, false) THEN
+            v_set := set_config('oam.end_user_assertion', '', true);
+            RETURN NULL;
+        END IF;
+        IF seal IS NULL OR length(seal) < {MIN_SEAL_CHARACTERS}
+                OR current_setting('oam.session_seal', true) IS DISTINCT FROM seal THEN
+            IF NOT coalesce({_SESSION_OBJECTS_ABSENT}, false) THEN
+                v_set := set_config('oam.end_user_assertion', '', true);
+                RETURN NULL;
+            END IF;
+            IF length(seal) >= {MIN_SEAL_CHARACTERS} THEN
+                v_set := set_config('oam.session_seal', seal, false);
+            END IF;
+        END IF;
+        IF set_config('oam.end_user_assertion', coalesce(assertion, ''), true) = '' THEN
+            RETURN NULL;
+        END IF;
+        SELECT c.username INTO v_user FROM oam_sec.session_end_user c
+         WHERE {_CURRENT_VERIFICATION};
+        RETURN coalesce(v_user, oam_sec.verify_assertion());
+    END
     $fn$""",
     # Called by the policies once per statement (an InitPlan). Plain SQL, not SECURITY DEFINER,
     # and not inlined (its body reads a table): planning a protected statement costs one
@@ -385,7 +427,7 @@ INSTALL_STATEMENTS: tuple[str, ...] = (
     "GRANT USAGE ON SCHEMA oam_sec TO PUBLIC",
     "GRANT EXECUTE ON FUNCTION oam_sec.end_user() TO PUBLIC",
     "GRANT EXECUTE ON FUNCTION oam_sec.has_data_role(text) TO PUBLIC",
-    "GRANT EXECUTE ON FUNCTION oam_sec.apply_assertion(text) TO PUBLIC",
+    "GRANT EXECUTE ON FUNCTION oam_sec.apply_assertion(text, text) TO PUBLIC",
     "GRANT EXECUTE ON FUNCTION oam_sec.verified_user(text) TO PUBLIC",
     "REVOKE ALL ON FUNCTION oam_sec.bump_grants_version() FROM PUBLIC",
     "REVOKE ALL ON FUNCTION oam_sec.verify_assertion() FROM PUBLIC",
