@@ -79,8 +79,10 @@ def _vacuum_tables(url: str, memory: sql.Composable, chunks: sql.Composable) -> 
         for _ in range(20):
             for table in (memory, chunks):
                 conn.execute(sql.SQL("VACUUM ANALYZE {}").format(table))
-            row = conn.execute(sql.SQL("SELECT relpages, relallvisible FROM pg_class "
-                                       "WHERE oid = {}::regclass").format(
+            # the chunks are partitioned (schema version 9): their pages are the partitions'
+            row = conn.execute(sql.SQL("SELECT sum(relpages), sum(relallvisible) FROM pg_class "
+                                       "WHERE oid IN (SELECT relid FROM pg_partition_tree("
+                                       "{}::regclass))").format(
                                            sql.Literal(chunks.as_string(conn)))).fetchone()
             assert row is not None
             pages = (int(row[0]), int(row[1]))
@@ -89,6 +91,23 @@ def _vacuum_tables(url: str, memory: sql.Composable, chunks: sql.Composable) -> 
             time.sleep(0.5)
         raise AssertionError(f"VACUUM left {pages[0] - pages[1]} of {pages[0]} chunk pages "
                              "not all-visible: a session holds an old snapshot")
+
+
+def _partition_mates(url: str, table: sql.Composable, user: str, count: int) -> list[str]:
+    """``count`` user names whose chunks fall in ``user``'s partition of the chunks ``table``."""
+    from oracleagentmemory.engines.postgres.chunk_partitions import CHUNK_PARTITIONS
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(sql.SQL(
+            "SELECT n.name FROM generate_series(0, {parts} - 1) r, "
+            "LATERAL (SELECT 'm' || i AS name FROM generate_series(1, 500) i) n "
+            "WHERE satisfies_hash_partition({t}::regclass, {parts}, r, %s::text) "
+            "AND satisfies_hash_partition({t}::regclass, {parts}, r, n.name) "
+            "ORDER BY length(n.name), n.name LIMIT %s").format(
+                t=sql.Literal(table.as_string(conn)), parts=sql.Literal(CHUNK_PARTITIONS)),
+            [user, count]).fetchall()
+    assert len(rows) == count
+    return [str(r[0]) for r in rows]
 
 
 def _explain_scoped(pg_url: str, store: OracleDBMemoryStore, user: str, query: Matrix) -> str:
@@ -147,7 +166,10 @@ def test_the_scoped_search_reads_a_users_vectors_from_the_index_alone(
         make_store: StoreFactory, pg_url: str) -> None:
     dim = 16
     store = make_store(vector_dim=dim)
-    keys, vectors = _load(store, {"u1": 300, "u2": 300, "u3": 300}, dim)
+    # u2 shares its chunk partition (schema version 9) with two other users, as it shared the
+    # table with u1 and u3 before: its chunks are a third of what a scan of it would read
+    mates = _partition_mates(pg_url, q.table(store._names, "record_chunks"), "u2", 2)
+    keys, vectors = _load(store, {mates[0]: 300, "u2": 300, mates[1]: 300}, dim)
     query = np.random.default_rng(5).standard_normal(dim).astype(np.float32)
     expected = _exact_top(keys, vectors, "u2", query, 10)
     # right after the load the visibility map is not set: the index-only scan visits the heap
@@ -155,7 +177,8 @@ def test_the_scoped_search_reads_a_users_vectors_from_the_index_alone(
     assert _search_ids(store, query, "u2", 10) == expected
     _vacuum(pg_url, store)
     plan = _explain_scoped(pg_url, store, "u2", query)
-    index = store._names.object_name("record_chunks_vector_scope_ix")
+    index = (store._names.object_name("chunks_p")
+             + r"\d\d_user_id_record_type_record_id_embedding_idx")
     assert re.search(rf"Index Only Scan using {index} on \S+ c ", plan), plan
     assert re.search(r"Heap Fetches: 0\b", plan), plan
     assert _search_ids(store, query, "u2", 10) == expected
@@ -196,7 +219,10 @@ def test_an_end_users_scoped_search_reads_the_scope_index_alone(dds: Any) -> Non
     store_id = dds.new_store(vector_dim=8)
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((4000, 8)).astype(np.float32)
-    users = ["alice" if n < 400 else f"other{n % 9}" for n in range(4000)]
+    # the others share alice's chunk partition (schema version 9), as they shared the table
+    mates = _partition_mates(dds.owner_url, sql.Identifier(OWNER, f"{store_id}_record_chunks"),
+                             "alice", 9)
+    users = ["alice" if n < 400 else mates[n % 9] for n in range(4000)]
     with dds.owner_store(store_id) as owner:
         owner.add([f"m{n}" for n in range(4000)], "memory", user_ids=users,
                   embeddings=list(vectors))
