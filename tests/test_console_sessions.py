@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -206,4 +207,21 @@ def test_a_callback_opened_in_another_browser_signs_no_one_in(gateway: ConsoleGa
     assert COOKIE not in victim.cookies
     assert victim.get("/console/memories").status_code == 401
     _, control = sign_in_answer(gateway, "bob")  # positive control: in its own browser
+    assert control.status_code == 303
+
+
+def test_an_answer_naming_another_issuer_is_refused(gateway: ConsoleGateway) -> None:
+    for iss in ("https://attacker.example", None):  # RFC 9207: named, and must be
+        client = httpx.Client(base_url=gateway.url, timeout=30)
+        page = client.get(client.get("/console/sign-in").headers["location"])
+        fields = dict(re.findall(r'name="(request|csrf_token)" value="([^"]*)"', page.text))
+        callback = client.post("/oauth/authorize", data={**fields, "user": "alice"}
+                               ).headers["location"]
+        assert f"iss={quote(gateway.url, safe='')}" in callback  # the server names itself
+        changed = re.sub(r"[?&]iss=[^&]+", "", callback)
+        if iss is not None:
+            changed += ("&" if "?" in changed else "?") + f"iss={quote(iss, safe='')}"
+        refused = client.get(changed)
+        assert refused.status_code == 400 and COOKIE not in client.cookies, iss
+    _, control = sign_in_answer(gateway, "alice")  # positive control: its own iss
     assert control.status_code == 303

@@ -178,12 +178,20 @@ class Console:
             return self._signed_out(request, "That sign-in has expired, was already used or "
                                     "was started in another browser: sign in again.",
                                     status=400)
+        provider = self._providers[pending.tenant]
+        try:
+            from_issuer = await provider.answered_by_issuer(request.query_params.get("iss"))
+        except SignInFailed:
+            from_issuer = False
+        if not from_issuer:
+            return self._signed_out(request, "That answer did not come from your identity "
+                                    "provider: sign in again.", status=400)
         code = request.query_params.get("code")
         if not code:
             return self._signed_out(request, "The identity provider did not sign you in.",
                                     status=401)
         try:
-            signed_in = await self._providers[pending.tenant].exchange(
+            signed_in = await provider.exchange(
                 self._redirect_uri(request), code, pending.code_verifier, pending.nonce)
             principal = await self._verifier.verify(signed_in.access_token)
         except SignInFailed as failed:

@@ -87,6 +87,15 @@ class IdentityProvider:
             self._metadata = _checked(document, self.issuer)
         return self._metadata
 
+    async def answered_by_issuer(self, iss: str | None) -> bool:
+        """Whether an authorization response's ``iss`` parameter (RFC 9207) names this
+        provider: it must when the provider's metadata says it sends one, and may not name
+        another (an answer mixed up with another provider's)."""
+        if iss is None:
+            return not (await self.metadata()).get(
+                "authorization_response_iss_parameter_supported", False)
+        return iss == self.issuer
+
     async def authorization_url(self, redirect_uri: str, state: str, code_verifier: str,
                                 nonce: str) -> str:
         """Where to send the browser to sign in (the code's challenge derived from
