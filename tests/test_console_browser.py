@@ -92,11 +92,15 @@ def listed(browser: Chrome) -> str:
 
 
 def shoot(browser: Chrome, directory: Path, name: str) -> None:
-    """Screenshots of the current page at desktop and at phone width."""
+    """Screenshots of the current page at desktop and at phone width, where nothing may
+    stick out sideways (the page fits the viewport's width)."""
     for label, (width, height) in (("desktop", DESKTOP), ("phone", PHONE)):
         browser.set_window_size(width, height)
         browser.refresh()
         assert browser.save_screenshot(str(directory / f"{name}-{label}.png"))
+        overflow = browser.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow == 0, f"{name} is {overflow}px wider than the {label} viewport"
     browser.set_window_size(*DESKTOP)
 
 
