@@ -23,6 +23,7 @@ import pytest
 from dds import DdsEnvironment
 from gateway_live import VECTOR_DIM, problem
 from gateway_replicas import Replica, bearer, gateway_replicas
+from limits.aio.storage import RedisStorage
 from oam_gateway.config.limits import LimitSettings
 from oam_gateway.middleware.rate_limit import rate_limiter_for
 from oam_gateway.middleware.rate_limit_shared import SharedStoreLimiter
@@ -116,6 +117,7 @@ def test_the_limiter_falls_back_while_redis_is_down_and_returns_to_it(
     """In process: which counters a hit uses as Redis goes and comes back (no retry delay)."""
     limiter = rate_limiter_for(LimitSettings(rate_limit_storage_uri=redis.url))
     assert isinstance(limiter, SharedStoreLimiter)
+    assert isinstance(limiter.storage, RedisStorage)  # the counters live in Redis
     limiter.retry_seconds = 0.0
     item = limits.parse("2/minute")
 

@@ -20,6 +20,7 @@ from typing import Protocol
 from urllib.parse import quote
 
 import limits
+from limits.aio.storage import Storage
 from limits.aio.strategies import (
     FixedWindowRateLimiter,
     MovingWindowRateLimiter,
@@ -56,6 +57,10 @@ _COREDIS_SCHEMES = frozenset({"redis", "rediss", "redis+unix", "redis+sentinel",
 
 class Limiter(Protocol):
     """What the middleware asks of a limiter (``limits``' async strategies answer it)."""
+
+    @property
+    def storage(self) -> Storage:
+        """Where the counters live (a shared store's, when this process keeps a reserve)."""
 
     async def hit(self, item: limits.RateLimitItem, *identifiers: str) -> bool: ...
 

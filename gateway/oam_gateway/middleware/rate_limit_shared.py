@@ -18,6 +18,7 @@ import logging
 import time
 
 import limits
+from limits.aio.storage import Storage
 from limits.aio.strategies import RateLimiter
 from limits.errors import StorageError
 from limits.util import WindowStats
@@ -44,6 +45,11 @@ class SharedStoreLimiter:
         self.retry_seconds = retry_seconds
         """After a failure, how long requests count locally before the store is tried again."""
         self._down_until: float | None = None
+
+    @property
+    def storage(self) -> Storage:
+        """The shared store (where the counters live while it answers)."""
+        return self._shared.storage
 
     @property
     def degraded(self) -> bool:
