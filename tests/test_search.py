@@ -684,10 +684,16 @@ def test_auto_index_sync_is_hybrid_only(make_store: StoreFactory,
 
 # --- hybrid fusion --------------------------------------------------------------------------
 
+HYBRID_RRF_K, HYBRID_WEIGHTS = 10, (0.2, 1.0)  # vector, keyword (core._hybrid_fusion)
+
+
 def hybrid_distance(vector_rank: int | None, keyword_rank: int | None) -> float:
-    """The documented fused distance: ``1 - score / (2 / (RRF_K + 1))``."""
-    score = sum(1 / (RRF_K + r) for r in (vector_rank, keyword_rank) if r is not None)
-    return 1 - score * (RRF_K + 1) / 2
+    """The documented fused distance: ``1 - score / best_possible``, a side's rank ``r``
+    scoring ``weight / (HYBRID_RRF_K + r)``."""
+    score = sum(w / (HYBRID_RRF_K + r) for r, w in zip((vector_rank, keyword_rank),
+                                                       HYBRID_WEIGHTS, strict=True)
+                if r is not None)
+    return 1 - score * (HYBRID_RRF_K + 1) / sum(HYBRID_WEIGHTS)
 
 
 def test_hybrid_record_first_on_both_sides_has_distance_zero(make_store: StoreFactory) -> None:

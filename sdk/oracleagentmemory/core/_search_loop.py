@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from oracleagentmemory.core._hybrid_fusion import HYBRID_RRF_K, HYBRID_WEIGHTS
 from oracleagentmemory.engines.interfaces import Candidate, CandidateSource, SearchHit
 
 RRF_K = 60
@@ -35,28 +36,32 @@ def best_per_record(rows: Sequence[Candidate]) -> list[SearchHit]:
     return [SearchHit(t, i, d) for (t, i), d in ordered]
 
 
-def fuse(rankings: Sequence[Sequence[SearchHit]]) -> list[SearchHit]:
+def fuse(rankings: Sequence[Sequence[SearchHit]], weights: Sequence[float] | None = None,
+         k: int = RRF_K) -> list[SearchHit]:
     """Reciprocal-rank fusion of rankings (each best first, each record at most once).
 
-    A record ranked ``r`` (from 1) in a ranking scores ``1 / (RRF_K + r)``; scores add up over
-    the rankings. The fused distance is ``1 - score / best_possible``, where ``best_possible``
-    is the score of a record ranked first in every ranking: it lies in ``[0, 1)`` and ascends
-    with the fused rank. Ties break by record id.
+    A record ranked ``r`` (from 1) in a ranking scores ``weight / (k + r)`` (weights 1 unless
+    given, one per ranking); scores add up over the rankings. The fused distance is
+    ``1 - score / best_possible``, where ``best_possible`` is the score of a record ranked first
+    in every ranking: it lies in ``[0, 1)`` and ascends with the fused rank. Ties break by
+    record id.
     """
     if len(rankings) == 1:
         return list(rankings[0])
+    weights = [1.0] * len(rankings) if weights is None else list(weights)
     scores: dict[tuple[str, str], float] = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights, strict=True):
         for rank, hit in enumerate(ranking, start=1):
             key = (hit.record_type, hit.record_id)
-            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
-    best_possible = len(rankings) / (RRF_K + 1)
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
+    best_possible = sum(weights) / (k + 1)
     ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0][1]))
-    return [SearchHit(t, i, 1.0 - score / best_possible) for (t, i), score in ordered]
+    return [SearchHit(t, i, max(0.0, 1.0 - score / best_possible)) for (t, i), score in ordered]
 
 
 def run_search(source: CandidateSource, k: int) -> list[SearchHit]:
-    """Up to ``k`` distinct records, best first, from ``source``'s rounds.
+    """Up to ``k`` distinct records, best first, from ``source``'s rounds (a hybrid round's two
+    sides fused with the weights of ``core._hybrid_fusion``).
 
     A round whose sides all came back shorter than the window returned every match: if it was
     exact, that is the answer; if it was approximate, it is repeated exactly before returning
@@ -67,7 +72,9 @@ def run_search(source: CandidateSource, k: int) -> list[SearchHit]:
     exact: bool | None = None
     while True:
         found = source.round(budget, exact)
-        hits = fuse([best_per_record(side) for side in found.sides])
+        sides = [best_per_record(side) for side in found.sides]
+        hits = (fuse(sides, HYBRID_WEIGHTS, HYBRID_RRF_K) if len(sides) == len(HYBRID_WEIGHTS)
+                else fuse(sides))
         if len(hits) >= k:
             return hits[:k]
         if all(len(side) < budget for side in found.sides):
