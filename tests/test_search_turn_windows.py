@@ -120,3 +120,25 @@ def test_windows_apply_to_messages_only_and_every_arm_still_ranks(
     found = _ids(store.search("pottery class", 10, user_id="u1"))
     assert "fact1" in found and "m2" in found and "m3" in found
     assert "note" not in found  # a memory has no neighbours
+
+
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
+def test_a_message_from_the_month_the_query_names_ranks_first(make_store: StoreFactory) -> None:
+    store = make_store(search_strategy=SearchStrategy.KEYWORD)
+    # The same words, sent in January, March and May 2023, in three threads: BM25 ties them,
+    # and a tie breaks by id, "a" (January) first.
+    store.add(["I bought a kayak"] * 3, "message", record_ids=["a", "b", "c"],
+              roles=["Gina"] * 3, user_ids="u1", thread_ids=["t1", "t2", "t3"],
+              timestamps=["2023-01-10T10:00:00+00:00", "2023-03-01T10:00:00+00:00",
+                          "2023-05-03T10:00:00+00:00"])
+
+    def first(query: str) -> str:
+        return _ids(store.search(query, 3, user_id="u1", record_types=["message"]))[0]
+
+    assert first("What did Gina buy on 1 March, 2023?") == "b"
+    assert first("What did Gina buy in March?") == "b"
+    assert first("What did Gina buy on May 3?") == "c"
+    # Positive controls: another year, no month, or "may" as a verb leave the tie to the id.
+    assert first("What did Gina buy in March 2022?") == "a"
+    assert first("What did Gina buy?") == "a"
+    assert first("What may Gina buy in kayak shops?") == "a"

@@ -7,14 +7,16 @@ the matching messages within :data:`WINDOW` turns of it in its thread, weighted 
 distance (:data:`NEIGHBOUR_WEIGHTS`: itself 1, the next turn either side 1/2, the one after
 1/4), and doubles the score of a message whose role (its speaker) the query names
 (:data:`NAMED_SPEAKER_BOOST`): a question about what Caroline said is answered by Caroline's
-turns more often than by the turns that name her.
+turns more often than by the turns that name her. A message whose timestamp falls in a month
+the query names (:data:`MONTH_MENTION`, in its year when one is given) is doubled too
+(:data:`NAMED_MONTH_BOOST`).
 
 Measured with ``bench/locomo.py`` on LoCoMo's development half (keyword search, 760 questions):
-recall@5/@10 0.537/0.617 without either, the window alone 0.611/0.711 (one turn either side
-0.583/0.679), window and speaker 0.669/0.745. Neighbours are the messages of the same thread and
-owner whose ``seq_no`` lies within the window (the ``(thread_id, seq_no)`` index), and pass the
-same scope, validity, expiry and metadata filters as every other result, under the caller's
-row-level security.
+recall@5/@10 0.537/0.617 without any, the window alone 0.611/0.711 (one turn either side
+0.583/0.679), window and speaker 0.669/0.742, and the month 0.684/0.751. Neighbours are the
+messages of the same thread and owner whose ``seq_no`` lies within the window (the
+``(thread_id, seq_no)`` index), and pass the same scope, validity, expiry and metadata filters
+as every other result, under the caller's row-level security.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.ddl import TEXT_SEARCH_CONFIG
 from oracleagentmemory.engines.postgres.filters import scope_predicates
 
-__all__ = ["NAMED_SPEAKER_BOOST", "NEIGHBOUR_WEIGHTS", "SEEDS_PER_RESULT", "WINDOW",
-           "window_tail"]
+__all__ = ["MONTHS", "MONTH_MENTION", "NAMED_MONTH_BOOST", "NAMED_SPEAKER_BOOST",
+           "NEIGHBOUR_WEIGHTS", "SEEDS_PER_RESULT", "WINDOW", "window_tail"]
 
 NEIGHBOUR_WEIGHTS = (1.0, 0.5, 0.25)
 """The weight of a matching message's score at 0, 1 and 2 turns from the message ranked."""
@@ -40,6 +42,14 @@ NAMED_SPEAKER_BOOST = 2.0
 """The factor of a message whose role the query names (the role analysed as the text is)."""
 SEEDS_PER_RESULT = 4
 """Matching messages whose windows are scored, per row the round returns (best first)."""
+NAMED_MONTH_BOOST = 2.0
+"""The factor of a message whose timestamp falls in a month the query names (in its year,
+when the query gives one): "What did Gina find for her store on 1 February, 2023?"."""
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+          "september", "october", "november", "december")
+MONTH_MENTION = (r"\m(january|february|march|april|may(?=\s+\d)|june|july|august|september|"
+                 r"october|november|december)\M(?:\s+\d{1,2}(?:st|nd|rd|th)?)?,?(?:\s+(\d{4}))?")
+"""A month the query names (English; "may" only before a day or year), and its year if given."""
 
 
 def window_tail(names: StoreNames, plan: SearchPlan, budget: int, score: sql.Composable,
@@ -58,28 +68,37 @@ def window_tail(names: StoreNames, plan: SearchPlan, budget: int, score: sql.Com
     weight = sql.SQL("CASE abs(p.seq_no - s.seq_no) {} END").format(sql.SQL(" ").join(
         sql.SQL("WHEN {} THEN {}::float8").format(sql.Literal(n), sql.Literal(w))
         for n, w in enumerate(NEIGHBOUR_WEIGHTS) if n))
-    params.extend([*scope_params, *parent_params])
+    params.extend([plan.text, *scope_params, *parent_params])
     message = q.table(names, "message")
     # A matching message passed every filter with its chunk; its neighbours are checked here.
     # A message outside any thread has no neighbours.
     return sql.SQL(
+        "dt AS MATERIALIZED (SELECT array_position({months}, m[1]) AS month, m[2]::int AS year "
+        "FROM regexp_matches(lower(%s), {mention}, 'g') AS m), "
         "sc AS (SELECT h.record_id, h.user_id, {score} AS score FROM h JOIN df USING (lexeme) "
         "CROSS JOIN st GROUP BY h.id, h.record_id, h.user_id ORDER BY score DESC LIMIT {seeds}), "
-        "s AS (SELECT p.id, p.user_id, p.role, p.thread_id, p.seq_no, max(sc.score) AS score "
+        "s AS (SELECT p.id, p.user_id, p.role, p.event_ts, p.thread_id, p.seq_no, "
+        "max(sc.score) AS score "
         "FROM sc JOIN {message} p ON p.id = sc.record_id "
         "AND p.user_id IS NOT DISTINCT FROM sc.user_id "
-        "GROUP BY p.id, p.user_id, p.role, p.thread_id, p.seq_no), "
-        "w AS (SELECT s.id, s.user_id, s.role, s.score FROM s UNION ALL "
-        "SELECT p.id, p.user_id, p.role, s.score * {weight} FROM s JOIN {message} p "
+        "GROUP BY p.id, p.user_id, p.role, p.event_ts, p.thread_id, p.seq_no), "
+        "w AS (SELECT s.id, s.user_id, s.role, s.event_ts, s.score FROM s UNION ALL "
+        "SELECT p.id, p.user_id, p.role, p.event_ts, s.score * {weight} "
+        "FROM s JOIN {message} p "
         "ON p.thread_id = s.thread_id AND p.user_id IS NOT DISTINCT FROM s.user_id "
         "AND p.seq_no BETWEEN s.seq_no - {window} AND s.seq_no + {window} "
         "AND p.seq_no <> s.seq_no WHERE {where}) "
         "SELECT 'message'::text AS record_type, w.id AS record_id, 1 / (1 + sum(w.score) * "
         "CASE WHEN tsvector_to_array(to_tsvector({config}::regconfig, coalesce(w.role, ''))) "
-        "&& tq.lexemes THEN {boost}::float8 ELSE 1 END) AS d "
-        "FROM w CROSS JOIN tq GROUP BY w.id, w.user_id, w.role, tq.lexemes "
+        "&& tq.lexemes THEN {boost}::float8 ELSE 1 END * CASE WHEN EXISTS (SELECT 1 FROM dt "
+        "WHERE dt.month = extract(month FROM w.event_ts AT TIME ZONE 'UTC') "
+        "AND (dt.year IS NULL OR dt.year = extract(year FROM w.event_ts AT TIME ZONE 'UTC'))) "
+        "THEN {month_boost}::float8 ELSE 1 END) AS d "
+        "FROM w CROSS JOIN tq GROUP BY w.id, w.user_id, w.role, w.event_ts, tq.lexemes "
         "ORDER BY d LIMIT {budget}"
     ).format(score=score, seeds=sql.Literal(budget * SEEDS_PER_RESULT),
              message=message, weight=weight, boost=sql.Literal(NAMED_SPEAKER_BOOST),
              window=sql.Literal(WINDOW), where=sql.SQL(" AND ").join(where),
-             budget=sql.Literal(budget), config=sql.Literal(TEXT_SEARCH_CONFIG))
+             budget=sql.Literal(budget), config=sql.Literal(TEXT_SEARCH_CONFIG),
+             months=sql.Literal(list(MONTHS)), mention=sql.Literal(MONTH_MENTION),
+             month_boost=sql.Literal(NAMED_MONTH_BOOST))
