@@ -30,7 +30,9 @@ turn counts as missed). Rows:
 
 Printed: the table on stdout, per-category recall after it, progress on stderr. ``--json FILE``
 writes ``{"default", "bm25", "by_strategy": {"vector", "keyword", "hybrid"}, "thread_scope",
-"by_category", "questions", ...}`` with ``recall@5`` and ``recall@10`` in each.
+"by_category", "questions", "ms_per_query", ...}`` with ``recall@5`` and ``recall@10`` in
+each; ``ms_per_query`` is each retriever's mean wall time per search, through the client
+(embedding the query included), the server on the same machine.
 
 With a model (``--llm MODEL`` and ``--llm-url``, any OpenAI-compatible chat-completions API; the
 key from the environment variable ``--api-key-env``, ``OPENAI_API_KEY`` by default) the threads
@@ -294,6 +296,8 @@ class Run:
     turns: int = 0
     unknown_evidence: int = 0
     default_strategy: str = ""
+    seconds: dict[str, float] = field(default_factory=lambda: {r: 0.0 for r in RETRIEVERS})
+    """Wall time spent in each retriever's searches (embedding the query included)."""
 
     def add(self, retriever: str, category: int, hits: Sequence[str],
             evidence: Sequence[str]) -> None:
@@ -313,8 +317,10 @@ def ask(conversation: Conversation, clients: dict[str, OracleAgentMemory],
         run.unknown_evidence += sum(1 for e in question.evidence if e not in known)
         category, evidence = question.category, question.evidence
         for name, client in clients.items():
+            started = time.perf_counter()
             results = client.search(question.question, user_id=conversation.user_id,
                                     record_types=["message"], max_results=k)
+            run.seconds[name] += time.perf_counter() - started
             run.add(name, category, hit_ids(results), evidence)
             if name == "default" and with_memories:
                 sessions = [session_of.get(e, "") for e in evidence]
@@ -322,9 +328,13 @@ def ask(conversation: Conversation, clients: dict[str, OracleAgentMemory],
                 memories = client.search(question.question, user_id=conversation.user_id,
                                          record_types=sorted(MEMORY_TYPES), max_results=k)
                 run.memory.add(hit_ids(memories, "session"), sessions)
-        run.add("thread", category, hit_ids(thread.search(
-            question.question, record_types=["message"], max_results=k)), evidence)
+        started = time.perf_counter()
+        found = thread.search(question.question, record_types=["message"], max_results=k)
+        run.seconds["thread"] += time.perf_counter() - started
+        run.add("thread", category, hit_ids(found), evidence)
+        started = time.perf_counter()
         run.add("bm25", category, bm25.search(question.question, k), evidence)
+        run.seconds["bm25"] += time.perf_counter() - started
 
 
 def measure(url: str, conversations: Sequence[Conversation], models: Models,
@@ -386,6 +396,8 @@ def report(run: Run, models: Models, command: str) -> dict[str, Any]:
                             **{name: s.summary() for name, s in scores.items()}}
             for c, scores in run.by_category.items() if scores["bm25"].values[KS[0]]},
         "questions": run.questions,
+        "ms_per_query": {name: round(1000 * seconds / max(run.questions, 1), 2)
+                         for name, seconds in run.seconds.items()},
         "turns": run.turns,
         "unknown_evidence_ids": run.unknown_evidence,
         "default_strategy": run.default_strategy,
@@ -404,11 +416,13 @@ def print_table(document: dict[str, Any]) -> None:
     print(f"\nLoCoMo retrieval, {document['questions']} questions (categories 1-4 with "
           f"evidence), {document['turns']} turns; embedder {document['embedder']}; default "
           f"strategy {document['default_strategy']}")
-    print(f"{'retriever (same turns, same questions)':<{width}}  recall@5  recall@10")
+    print(f"{'retriever (same turns, same questions)':<{width}}  recall@5  recall@10  "
+          f"ms/query")
     rows = {"bm25": document["bm25"], "default": document["default"],
             **document["by_strategy"], "thread": document["thread_scope"]}
     for name, figures in rows.items():
-        print(f"{LABELS[name]:<{width}}  {figures['recall@5']:8.3f}  {figures['recall@10']:9.3f}")
+        print(f"{LABELS[name]:<{width}}  {figures['recall@5']:8.3f}  {figures['recall@10']:9.3f}"
+              f"  {document['ms_per_query'][name]:8.1f}")
     print(f"\nby category (recall@10)  {'questions':>9}  {'bm25':>6}  {'default':>7}  "
           f"{'vector':>6}  {'keyword':>7}  {'hybrid':>6}")
     for category, figures in document["by_category"].items():

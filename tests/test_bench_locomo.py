@@ -81,6 +81,7 @@ def independent_bm25(sample: dict[str, Any], questions: list[tuple[str, list[str
 def check_shape(document: dict[str, Any]) -> None:
     assert set(document) >= {"default", "bm25", "by_strategy", "by_category", "questions"}
     assert set(document["by_strategy"]) == {"vector", "keyword", "hybrid"}
+    assert set(document["ms_per_query"]) == {*RETRIEVERS, "thread"}  # each one's search time
     for name, values in figures(document).items():
         assert set(values) == {"recall@5", "recall@10"}, name
         assert 0.0 <= values["recall@5"] <= values["recall@10"] <= 1.0, (name, values)
@@ -106,7 +107,8 @@ def test_a_slice_of_the_development_half(bench: ModuleType, pg_url: str, tmp_pat
     for k in ("recall@5", "recall@10"):
         assert document["bm25"][k] == pytest.approx(expected[k], abs=1e-4)
     out = capsys.readouterr().out
-    row = re.search(r"^BM25 \(rank_bm25.*?\s+([\d.]+)\s+([\d.]+)$", out, re.MULTILINE)
+    row = re.search(r"^BM25 \(rank_bm25.*?\s+([\d.]+)\s+([\d.]+)\s+[\d.]+$", out,
+                    re.MULTILINE)  # recall@5, recall@10, ms/query
     assert row, out
     assert float(row.group(1)) == pytest.approx(document["bm25"]["recall@5"], abs=5e-4)
     assert "reproduce: .venv/bin/python bench/locomo.py --url" in out
