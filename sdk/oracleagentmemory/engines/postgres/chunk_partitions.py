@@ -64,6 +64,9 @@ def partition_chunks(conn: Connection[Any], names: StoreNames) -> None:
         return
     chunks = q.table(names, "record_chunks")
     staging = q.index_qualified(names, _STAGING)
+    # No write may reach the old table once the copy has read it (reads may go on until the
+    # DROP): the lock is held until the upgrade's transaction ends.
+    conn.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(chunks))
     carried = _carried_statements(conn, chunks)
     conn.execute(sql.SQL(
         "CREATE TABLE {} (LIKE {} INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING IDENTITY "
