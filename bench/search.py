@@ -1,8 +1,9 @@
 """Latency of ``OracleDBMemoryStore.search`` with an exact user filter, next to an exact scan.
 
-For each size in ``--sizes`` one store is filled with that many memories through
-``store.add`` (one chunk each: short text from a small Zipf-distributed vocabulary, a
-precomputed random L2-normalised ``--dim``-dimensional embedding, seeded; ``user_id`` spread over
+For each size in ``--sizes`` one store is filled with that many memories through ``store.add`` (one
+chunk each: short text from a small Zipf-distributed vocabulary, a precomputed random L2-normalised
+``--dim``-dimensional embedding, seeded (``--clusters N``: each near one of N fixed random
+centroids, as embeddings of related texts are, and the query vectors alike); ``user_id`` spread over
 ``--users`` users, 100 by default, so a user owns 1% of the rows), then ``VACUUM ANALYZE``d. The
 HNSW index is dropped before the load and rebuilt after it with the SDK's own definition
 (``add_vector_index``), which is many times faster than maintaining it on every insert
@@ -45,6 +46,7 @@ Usage::
 
     .venv/bin/python bench/search.py [--sizes 10000,100000] [--users 100] [--queries 200]
                                      [--url URL | --data-dir DIR] [--store-id ID --keep]
+                                     [--modes vector,keyword,hybrid] [--clusters N]
 
 Without ``--url`` the embedded PostgreSQL is started in a temporary directory (``--data-dir``:
 in that directory, kept) and stopped at the end. ``--keep`` keeps the loaded store (id
@@ -115,8 +117,20 @@ def vocabulary() -> list[str]:
     return words
 
 
-def unit_vectors(rng: np.random.Generator, count: int, dim: int) -> npt.NDArray[np.float32]:
+CLUSTER_SPREAD = 0.6
+"""With ``--clusters``: the length of a vector's random offset from its unit centroid."""
+
+
+def unit_vectors(rng: np.random.Generator, count: int, dim: int, clusters: int = 0
+                 ) -> npt.NDArray[np.float32]:
+    """Random unit vectors; with ``clusters``, each near one of that many fixed centroids."""
     matrix = rng.standard_normal((count, dim), dtype=np.float32)
+    if clusters:
+        centres = np.random.default_rng(SEED - 1).standard_normal((clusters, dim),
+                                                                  dtype=np.float32)
+        centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+        matrix *= CLUSTER_SPREAD / np.sqrt(dim)
+        matrix += centres[rng.integers(0, clusters, count)]
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix
 
@@ -148,10 +162,11 @@ class Query:
     vector: npt.NDArray[np.float32]
 
 
-def make_queries(count: int, dim: int, words: list[str], users: int) -> list[Query]:
+def make_queries(count: int, dim: int, words: list[str], users: int, clusters: int = 0
+                 ) -> list[Query]:
     """Random unit vectors and two-word texts of mid-frequency words (Zipf ranks 20-200)."""
     rng = np.random.default_rng(SEED + 1)
-    vectors = unit_vectors(rng, count, dim)
+    vectors = unit_vectors(rng, count, dim, clusters)
     queries = []
     for n in range(count):
         a, b = rng.choice(np.arange(20, 200), 2, replace=False)
@@ -183,6 +198,7 @@ class LoadOptions:
     store_id: str | None = None
     keep: bool = False
     hnsw_index: bool = True
+    clusters: int = 0
 
 
 def chunk_count(url: str, store_id: str) -> int | None:
@@ -255,7 +271,7 @@ def fill_corpus(corpus: Corpus, url: str, words: list[str], options: LoadOptions
         contents = [" ".join(vocab[row]) for row in picks]
         users = [f"user-{n % options.users:03d}" for n in range(offset, offset + count)]
         creator.add(contents, record_type="memory", user_ids=users,
-                    embeddings=list(unit_vectors(rng, count, dim)))
+                    embeddings=list(unit_vectors(rng, count, dim, options.clusters)))
         done = offset + count
         print(f"\r  {size:,} chunks: store.add {done:,} "
               f"({done / (time.perf_counter() - start):,.0f} rec/s)", end="", flush=True)
@@ -667,6 +683,8 @@ def reproduce_command(args: argparse.Namespace) -> str:
         parts.append(f"--warmup {args.warmup}")
     if args.hnsw_ef:
         parts.append(f"--hnsw-ef {args.hnsw_ef}")
+    if args.clusters:
+        parts.append(f"--clusters {args.clusters}")
     if args.modes != ",".join(MODES):
         parts.append(f"--modes {args.modes}")
     if args.data_dir:
@@ -699,6 +717,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hnsw-ef", default="",
                         help="comma-separated hnsw.ef_search values: also time the HNSW "
                              "statement at each, with its recall (vector mode)")
+    parser.add_argument("--clusters", type=int, default=0,
+                        help="stored and query vectors near this many fixed random centroids "
+                             "(as embeddings of related texts are) instead of uniformly random")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated search modes to measure (default "
                              f"{','.join(MODES)})")
@@ -733,7 +754,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.warmup is None:
         args.warmup = min(args.users, 100)
     if (not sizes or args.users < 1 or min(sizes) < args.users or args.queries < 1
-            or args.warmup < 0 or args.dim < 1 or args.exact_queries < 1
+            or args.warmup < 0 or args.dim < 1 or args.exact_queries < 1 or args.clusters < 0
             or any(ef < 1 for ef in hnsw_efs)):
         parser.error("sizes must be at least --users; --users, --queries, --exact-queries, "
                      "--dim and --hnsw-ef positive")
@@ -742,8 +763,10 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     with bench_server(args.url, args.data_dir, args.shared_buffers) as url:
         words = vocabulary()
-        queries = make_queries(args.warmup + args.queries, args.dim, words, args.users)
-        print(f"{args.dim}-d random unit embeddings, {args.users} users "
+        queries = make_queries(args.warmup + args.queries, args.dim, words, args.users,
+                               args.clusters)
+        shape = f"near {args.clusters} centroids" if args.clusters else "random"
+        print(f"{args.dim}-d {shape} unit embeddings, {args.users} users "
               f"({100 / args.users:g}% of rows each), k={K}, {args.queries} timed queries per "
               f"mode after {args.warmup} warm-up, {os.cpu_count()} CPUs; {server_facts(url)}",
               flush=True)
@@ -754,7 +777,7 @@ def main(argv: list[str] | None = None) -> int:
                 store_id = f"{store_id}_{size}"
             options = LoadOptions(args.dim, args.users, args.incremental_index,
                                   args.build_memory, store_id, args.keep,
-                                  not args.no_hnsw_index)
+                                  not args.no_hnsw_index, args.clusters)
             corpus = load_corpus(url, size, words, options)
             try:
                 print(f"  {size:,} chunks: a keyword query matches "
