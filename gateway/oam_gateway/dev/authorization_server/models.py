@@ -43,13 +43,17 @@ class Client:
         """The only redirect URI, when there is one (else the request must name it)."""
         return self.redirect_uris[0] if len(self.redirect_uris) == 1 else None
 
-    def get_allowed_scope(self, scope: str | None) -> str:
+    def get_allowed_scope(self, scope: str | None) -> str | None:
         """The requested scopes this client may have; when none is asked, its registered ones
-        but ``openid`` (an ID token is only for a client that asks for one)."""
+        but ``openid`` (an ID token is only for a client that asks for one). ``None`` (Authlib
+        answers ``invalid_scope``) when that leaves nothing: an empty grant must never fall
+        back to the default scopes, which a client registered for less would then get."""
         allowed = scope_to_list(self.scope)
         if not scope:
-            return " ".join(s for s in allowed if s != "openid")
-        return " ".join(s for s in scope_to_list(scope) if s in allowed)
+            granted = [s for s in allowed if s != "openid"]
+        else:
+            granted = [s for s in scope_to_list(scope) if s in allowed]
+        return " ".join(granted) or None
 
     def check_redirect_uri(self, redirect_uri: str) -> bool:
         """Exact match with a registered URI (OAuth 2.1: no partial or pattern matching)."""

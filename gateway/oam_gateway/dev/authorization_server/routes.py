@@ -12,6 +12,12 @@
 
 The discovery, token, registration and key routes answer any origin (CORS, no credentials),
 as browser-based MCP clients call them from theirs.
+
+Every route answers only requests addressed to the issuer's own host (the ``Host`` header is
+the base URL's): anyone who reaches the server can sign a demo user in, so a web page that
+rebinds its own name to this loopback address (DNS rebinding) and then talks to it as its
+own origin must be refused, or it would register a client, pick a user on the sign-in page
+and read the code and tokens that come back.
 """
 
 from __future__ import annotations
@@ -22,12 +28,13 @@ import secrets
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
+from urllib.parse import urlsplit
 
 from authlib.oauth2 import OAuth2Error  # type: ignore[import-untyped]
 from authlib.oauth2.rfc6749 import scope_to_list  # type: ignore[import-untyped]
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
@@ -51,6 +58,18 @@ _JSON_ERROR = {"error": "invalid_request", "error_description": "the body is not
 Endpoint = Callable[[Request], Coroutine[Any, Any, Response]]
 
 
+def _on_host(host: str, endpoint: Endpoint) -> Endpoint:
+    """``endpoint`` for requests whose ``Host`` is ``host`` (the issuer's), else a 421."""
+
+    async def checked(request: Request) -> Response:
+        if request.headers.get("host", "").lower() != host:
+            return PlainTextResponse("this server answers only at its issuer's address",
+                                     status_code=421)
+        return await endpoint(request)
+
+    return checked
+
+
 def _open_to_any_origin(endpoint: Endpoint, methods: list[str]) -> ASGIApp:
     """``endpoint`` with CORS for every origin (no cookies, so no credentials to lend)."""
 
@@ -66,6 +85,7 @@ def _open_to_any_origin(endpoint: Endpoint, methods: list[str]) -> ASGIApp:
 def authorization_server_routes(server: DevAuthorizationServer) -> list[BaseRoute]:
     """Every route of ``server``, for ``create_app(..., extra_routes=...)``."""
     secure_cookie = server.base.startswith("https://")
+    host = urlsplit(server.base).netloc.lower()
     csrf_key = secrets.token_bytes(32)
 
     def csrf_token(browser: str) -> str:
@@ -152,16 +172,22 @@ def authorization_server_routes(server: DevAuthorizationServer) -> list[BaseRout
             json_request("POST", str(request.url), request.headers, data))
         return response
 
+    def on_host(endpoint: Endpoint) -> Endpoint:
+        return _on_host(host, endpoint)
+
+    def open_on_host(endpoint: Endpoint, methods: list[str]) -> ASGIApp:
+        return _open_to_any_origin(_on_host(host, endpoint), methods)
+
     return [
         Route("/.well-known/oauth-authorization-server",
-              _open_to_any_origin(metadata, ["GET"]), methods=["GET", "OPTIONS"]),
+              open_on_host(metadata, ["GET"]), methods=["GET", "OPTIONS"]),
         Route("/.well-known/openid-configuration",
-              _open_to_any_origin(openid_configuration, ["GET"]), methods=["GET", "OPTIONS"]),
-        Route(JWKS_PATH, _open_to_any_origin(jwks, ["GET"]), methods=["GET", "OPTIONS"]),
-        Route(AUTHORIZE_PATH, authorize_page, methods=["GET"]),
-        Route(AUTHORIZE_PATH, authorize, methods=["POST"]),
-        Route(TOKEN_PATH, _open_to_any_origin(token, ["POST"]), methods=["POST", "OPTIONS"]),
-        Route(REGISTER_PATH, _open_to_any_origin(register, ["POST"]),
+              open_on_host(openid_configuration, ["GET"]), methods=["GET", "OPTIONS"]),
+        Route(JWKS_PATH, open_on_host(jwks, ["GET"]), methods=["GET", "OPTIONS"]),
+        Route(AUTHORIZE_PATH, on_host(authorize_page), methods=["GET"]),
+        Route(AUTHORIZE_PATH, on_host(authorize), methods=["POST"]),
+        Route(TOKEN_PATH, open_on_host(token, ["POST"]), methods=["POST", "OPTIONS"]),
+        Route(REGISTER_PATH, open_on_host(register, ["POST"]),
               methods=["POST", "OPTIONS"]),
     ]
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from authlib.oauth2 import AuthorizationServer  # type: ignore[import-untyped]
+from authlib.oauth2.rfc6749 import InvalidScopeError  # type: ignore[import-untyped]
 from authlib.oauth2.rfc8414 import AuthorizationServerMetadata  # type: ignore[import-untyped]
 from authlib.oauth2.rfc9207 import (  # type: ignore[import-untyped]
     AuthorizationServerMetadata as IssuerParameterMetadata,
@@ -45,7 +46,8 @@ CONSOLE_CLIENT_ID = "oam-console"
 CONSOLE_REDIRECT_PATH = "/console/callback"
 SCOPES_SUPPORTED = ("openid", "memory:read", "memory:write")
 DEFAULT_SCOPE = "memory:read memory:write"
-"""The scopes of a token whose request named none (as ``oam-gateway token`` grants)."""
+"""The scopes ``oam-gateway token`` grants, and so the built-in client's when a request names
+none (its registered scopes but ``openid``)."""
 ACCESS_TOKEN_SECONDS = 900
 
 
@@ -121,7 +123,9 @@ class DevAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
     def _generate_token(self, grant_type: str, client: Client, user: DemoUser,
                         scope: str | None = None, expires_in: int | None = None,
                         include_refresh_token: bool = True) -> dict[str, Any]:
-        granted = scope or DEFAULT_SCOPE
+        if not scope:  # the grants resolve a scope first; never widen an empty one
+            raise InvalidScopeError()
+        granted = scope
         token: dict[str, Any] = {
             "token_type": "Bearer", "expires_in": ACCESS_TOKEN_SECONDS, "scope": granted,
             "access_token": self.issuer.token(
