@@ -27,7 +27,10 @@ So the scan is skipped exactly when the only SQL the session has run since it pa
 is the SDK's own, which creates none of what the scan looks for. Connections the SDK does not
 pool (an application's own connection or ``ConnectionPool``) are scanned on every apply.
 What this cannot see is Python code that keeps using a connection object after returning it
-to the pool (psycopg_pool forbids it); such code could equally read the application key.
+to the pool (psycopg_pool forbids it); such code could equally read the application key. And it
+takes a pool's connection to be its own database session: a proxy that hands one server session
+to several clients in turn (PgBouncer in transaction mode) would let another client's SQL run
+in between, so a pool the SDK builds must connect to the database directly.
 """
 
 from __future__ import annotations
