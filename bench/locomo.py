@@ -6,8 +6,8 @@ holds long two-person conversations in sessions, and questions whose ``evidence`
 development half, ``../shared/data/locomo/locomo_dev.json``; see its README).
 
 Writing, as an agent would: one ``OracleAgentMemory`` client (``--embedder``: the local WordLlama
-256-d model that ``oam-gateway dev`` serves, by default) on a new store whose search strategy is
-the store's default, as ``oam-gateway dev`` provisions it; per conversation one user, per session
+256-d model that ``oam-gateway dev`` serves, by default) on a new store, opened with the search
+strategy ``oam-gateway dev`` serves (:data:`DEV_STRATEGY`); per conversation one user, per session
 one thread (``create_thread``, one agent for the whole conversation), and the session's turns in
 one ``thread.add_messages`` call: the speaker as the role, the session's date as the timestamp,
 the turn's text (an image's ``blip_caption`` appended as ``[image: ...]``) as the content, and
@@ -19,8 +19,8 @@ non-empty evidence, through the public search with ``record_types=["message"]`` 
 evidence turns among the first k hits, averaged over questions (an evidence id that names no
 turn counts as missed). Rows:
 
-* ``default``: ``client.search(question, user_id=...)`` on the client as opened, with the store's
-  own strategy (the one a new user of ``oam-gateway dev`` gets);
+* ``default``: ``client.search(question, user_id=...)`` on the client as opened, with the
+  strategy of ``oam-gateway dev`` (the one its new user gets);
 * ``vector``, ``keyword``, ``hybrid``: the same search on clients opened on the same store with
   ``search_strategy=SearchStrategy.VECTOR``, ``KEYWORD``, ``HYBRID``;
 * ``thread scope``: ``thread.search(question)`` from the conversation's last session's thread
@@ -97,6 +97,8 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10)
 AGENT = "locomo-agent"
+DEV_STRATEGY = SearchStrategy.HYBRID
+"""The search strategy ``oam-gateway dev`` serves (``search_strategy`` of its settings)."""
 STRATEGIES = {"vector": SearchStrategy.VECTOR, "keyword": SearchStrategy.KEYWORD,
               "hybrid": SearchStrategy.HYBRID}
 SESSION_DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
@@ -341,7 +343,7 @@ def measure(url: str, conversations: Sequence[Conversation], models: Models,
             progress: Callable[[str], None]) -> Run:
     """Write every conversation, ask every question, and score the retrievers."""
     store_id = f"locomo_{os.getpid() % 100000}"
-    writer = open_client(url, store_id, models, SchemaPolicy.CREATE_IF_NECESSARY)
+    writer = open_client(url, store_id, models, SchemaPolicy.CREATE_IF_NECESSARY, DEV_STRATEGY)
     clients = {"default": writer}
     run = Run()
     try:
@@ -375,7 +377,7 @@ def measure(url: str, conversations: Sequence[Conversation], models: Models,
 # --- the report ---------------------------------------------------------------------------------
 LABELS = {
     "bm25": "BM25 (rank_bm25, \\w+ lower-case tokens, \"speaker: text\")",
-    "default": "default: client.search, the store's strategy",
+    "default": "default: client.search, as oam-gateway dev serves it",
     "vector": "vector: SearchStrategy.VECTOR",
     "keyword": "keyword: SearchStrategy.KEYWORD",
     "hybrid": "hybrid: SearchStrategy.HYBRID",

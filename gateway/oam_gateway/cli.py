@@ -57,7 +57,8 @@ def _dev_settings(runtime_url: str, state: DevState, issuer_id: str) -> GatewayS
         database_url=SecretStr(runtime_url), memory_store_id=demo.MEMORY_STORE_ID,
         schema_owner=demo.SCHEMA_OWNER, app_token_file=state.app_token_file,
         identity_provider=demo.IDENTITY_PROVIDER, embedder="wordllama",
-        embedding_dimension=demo.VECTOR_DIM, issuer=issuer_id, audience=DEV_AUDIENCE,
+        embedding_dimension=demo.VECTOR_DIM, search_strategy="hybrid",  # README "Recall"
+        issuer=issuer_id, audience=DEV_AUDIENCE,
         jwks_file=state.jwks_file, console_client_id=CONSOLE_CLIENT_ID)
 
 
