@@ -142,11 +142,13 @@ def _hidden(page: str, name: str) -> str:
 
 
 def sign_in_answer(gateway: ConsoleAt, user: str, tenant: str | None = None, *,
-                   authorize: Callable[[str], str] = str) -> tuple[httpx.Client, httpx.Response]:
+                   authorize: Callable[[str], str] = str,
+                   client: httpx.Client | None = None) -> tuple[httpx.Client, httpx.Response]:
     """Walk the sign-in of ``user`` (to ``tenant``'s console when given) over HTTP: the
     client and the console's answer to the callback. ``authorize`` may change the
-    authorization URL the console sent the browser to (an attacker's hand)."""
-    client = httpx.Client(base_url=gateway.url, timeout=30)
+    authorization URL the console sent the browser to (an attacker's hand); ``client`` is
+    the browser (a new one by default)."""
+    client = client or httpx.Client(base_url=gateway.url, timeout=30)
     to_provider = client.get("/console/sign-in", params={"tenant": tenant} if tenant else None)
     assert to_provider.status_code == 303, to_provider.text
     page = client.get(authorize(to_provider.headers["location"]))
@@ -158,9 +160,11 @@ def sign_in_answer(gateway: ConsoleAt, user: str, tenant: str | None = None, *,
     return client, client.get(chosen.headers["location"])
 
 
-def signed_in(gateway: ConsoleAt, user: str, tenant: str | None = None) -> httpx.Client:
-    """An HTTP client (no redirects followed) that signed in to the console as ``user``."""
-    client, back = sign_in_answer(gateway, user, tenant)
+def signed_in(gateway: ConsoleAt, user: str, tenant: str | None = None, *,
+              client: httpx.Client | None = None) -> httpx.Client:
+    """An HTTP client (no redirects followed; ``client`` when given) that signed in to the
+    console as ``user``."""
+    client, back = sign_in_answer(gateway, user, tenant, client=client)
     assert back.status_code == 303 and back.headers["location"].endswith("/console/memories")
     assert client.cookies.get(COOKIE)
     return client

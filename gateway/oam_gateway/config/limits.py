@@ -40,6 +40,13 @@ class LimitSettings(BaseModel):
     """Requests each end user (tenant and user name) may make, in the ``limits`` package's
     notation (``"1200/minute"``, several as ``"20/second;1200/minute"``); ``None`` disables the
     limit. Over it the gateway answers 429 with ``Retry-After``."""
+    sign_in_rate_limit: str | None = "30/minute"
+    """Console sign-ins each client address may start (``/console/sign-in``, which anyone may
+    open), in the same notation, over the same storage and strategy; an IPv6 client counts by
+    its /64 network. The address is the connection's, or the one a trusted proxy forwards
+    (uvicorn believes ``X-Forwarded-For`` from the addresses in ``FORWARDED_ALLOW_IPS``,
+    the loopback addresses by default). ``None`` disables the limit. Over it the console answers
+    429 with ``Retry-After``."""
     rate_limit_storage_uri: str = "memory://"
     """Where the counters live: ``memory://`` (this process), or a shared store when several
     replicas serve one deployment (``redis://host:6379/0``, ``redis+sentinel://...``; needs
@@ -56,7 +63,7 @@ class LimitSettings(BaseModel):
     request_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
     """A request whose response has not started by then answers 504 (its work is cancelled)."""
 
-    @field_validator("rate_limit")
+    @field_validator("rate_limit", "sign_in_rate_limit")
     @classmethod
     def _parsable_rate(cls, value: str | None) -> str | None:
         if value is not None:
@@ -70,3 +77,11 @@ class LimitSettings(BaseModel):
     def rate_limit_items(self) -> list[limits.RateLimitItem]:
         """The parsed :attr:`rate_limit` (empty when disabled)."""
         return [] if self.rate_limit is None else list(limits.parse_many(self.rate_limit))
+
+    def sign_in_rate_limit_items(self) -> list[limits.RateLimitItem]:
+        """The parsed :attr:`sign_in_rate_limit` (empty when disabled), counted apart from
+        the people's (their own namespace in the store)."""
+        if self.sign_in_rate_limit is None:
+            return []
+        return [type(item)(item.amount, item.multiples, namespace="CONSOLE-SIGN-IN")
+                for item in limits.parse_many(self.sign_in_rate_limit)]

@@ -30,14 +30,13 @@ from oam_gateway.config.settings import GatewaySettings
 from oam_gateway.console import pages, views
 from oam_gateway.console.headers import secured
 from oam_gateway.console.operations import PersonOperations
-from oam_gateway.console.person_limit import PersonLimit
+from oam_gateway.console.rate_limits import ConsoleLimits
 from oam_gateway.console.sessions import (
     SESSION_LIFETIME_SECONDS,
     SIGN_IN_SECONDS,
     ConsoleSession,
-    PendingSignIn,
-    PendingSignIns,
     SessionStore,
+    SignIns,
 )
 from oam_gateway.console.signin import IdentityProvider, SignInFailed
 from oam_gateway.errors.sdk_problems import sdk_problem
@@ -58,7 +57,8 @@ COOKIE_NAME = "oam_console"
 SECURE_COOKIE_NAME = "__Host-oam_console"
 """The session cookie everywhere else: ``Secure``, for the whole host only."""
 SIGN_IN_COOKIE = "oam_console_sign_in"
-"""Binds a sign-in to the browser that started it (sent only to the callback)."""
+"""The sign-in under way, signed, in the browser that started it (sent only to the
+callback)."""
 _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 _STYLESHEET = files("oam_gateway.console").joinpath("static/console.css").read_bytes()
 
@@ -88,8 +88,8 @@ class Console:
             for name, tenant in settings.tenant_settings().items()
             if tenant.console_client_id is not None}
         self.sessions = SessionStore()
-        self.pending = PendingSignIns()
-        self._limit = PersonLimit(settings.limits)
+        self.sign_ins = SignIns()
+        self._limits = ConsoleLimits(settings.limits)
 
     @property
     def routes(self) -> list[BaseRoute]:
@@ -145,8 +145,18 @@ class Console:
     async def _stylesheet(self, request: Request) -> Response:
         return secured(Response(_STYLESHEET, media_type="text/css"), cacheable=True)
 
+    def _too_many(self, request: Request, retry_after: int, detail: str) -> Response:
+        response = self._failure(request, 429, f"{detail}: try again in {retry_after} "
+                                 f"seconds.")
+        response.headers["Retry-After"] = str(retry_after)
+        return response
+
     async def _sign_in(self, request: Request) -> Response:
         event_of(request).operation = "console.sign-in"
+        retry_after = await self._limits.sign_in(request.client.host if request.client
+                                                 else None)
+        if retry_after is not None:
+            return self._too_many(request, retry_after, "Too many sign-ins from your address")
         tenant = request.query_params.get("tenant")
         if tenant is None and len(self._providers) == 1:
             [tenant] = self._providers
@@ -154,16 +164,15 @@ class Console:
             return self._failure(request, 404, "The console is not set up for that tenant.")
         provider = self._providers[tenant]
         verifier, nonce = generate_token(64), generate_token(32)
-        pending, binding = PendingSignIn.started(tenant, verifier, nonce)
-        state = self.pending.start(pending)
+        pending, cookie = self.sign_ins.start(tenant, verifier, nonce)
         try:
-            url = await provider.authorization_url(self._redirect_uri(request), state,
+            url = await provider.authorization_url(self._redirect_uri(request), pending.state,
                                                    verifier, nonce)
         except SignInFailed as failed:
             _log.warning("console sign-in for tenant %s: %s", tenant, failed)
             return self._failure(request, 502, "The identity provider cannot be reached.")
         response = RedirectResponse(url, status_code=303)
-        response.set_cookie(SIGN_IN_COOKIE, binding, max_age=SIGN_IN_SECONDS,
+        response.set_cookie(SIGN_IN_COOKIE, cookie, max_age=SIGN_IN_SECONDS,
                             path=CONSOLE_PATH + "/callback", secure=_secure(request),
                             httponly=True, samesite="lax")
         return secured(response)
@@ -173,8 +182,9 @@ class Console:
 
     async def _callback(self, request: Request) -> Response:
         event_of(request).operation = "console.callback"
-        pending = self.pending.take(request.query_params.get("state"))
-        if pending is None or not pending.started_in(request.cookies.get(SIGN_IN_COOKIE)):
+        pending = self.sign_ins.take(request.query_params.get("state"),
+                                     request.cookies.get(SIGN_IN_COOKIE))
+        if pending is None or pending.tenant not in self._providers:
             return self._signed_out(request, "That sign-in has expired, was already used or "
                                     "was started in another browser: sign in again.",
                                     status=400)
@@ -259,12 +269,9 @@ class Console:
                 return self._failure(request, 403, "You are not signed in.")
             session, principal = visitor
             request.scope[PRINCIPAL_SCOPE_KEY] = principal  # the audit event names them
-            retry_after = await self._limit.retry_after(principal)
+            retry_after = await self._limits.person(principal)
             if retry_after is not None:
-                response = self._failure(request, 429, f"Too many requests: try again in "
-                                         f"{retry_after} seconds.")
-                response.headers["Retry-After"] = str(retry_after)
-                return response
+                return self._too_many(request, retry_after, "Too many requests")
             form = None
             if request.method == "POST":
                 form = await request.form()

@@ -4,30 +4,34 @@ The browser holds only a random session id (in an HttpOnly cookie); the access t
 session's CSRF token stay here, keyed by a hash of the id. A session lives at most
 :data:`SESSION_LIFETIME_SECONDS`, and no longer than its access token verifies
 and sign-out deletes it, so a copied cookie stops working at once. A sign-in under way
-(:class:`PendingSignIn`) is kept under its OAuth ``state`` for at most
-:data:`SIGN_IN_SECONDS` and is taken once.
+(:class:`PendingSignIn`) lives in its browser's sign-in cookie, signed by this process
+(:class:`SignIns`), for at most :data:`SIGN_IN_SECONDS`, and is taken once.
 
 The stores are in process memory: replicas behind a load balancer need sticky sessions.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import json
 import secrets
+import time
 from dataclasses import dataclass, field
 
 from cachetools import TTLCache
 
 __all__ = ["MAX_SESSIONS", "SESSION_LIFETIME_SECONDS", "SIGN_IN_SECONDS", "ConsoleSession",
-           "PendingSignIn", "PendingSignIns", "SessionStore"]
+           "PendingSignIn", "SessionStore", "SignIns"]
 
 SESSION_LIFETIME_SECONDS = 8 * 3600
 """The longest a console session lasts, however it is used."""
 SIGN_IN_SECONDS = 600
 """How long a browser has to come back from the identity provider."""
 MAX_SESSIONS = 10_000
-"""Sessions (and sign-ins under way) kept at most; the oldest make way for new ones."""
+"""Sessions (and sign-ins taken) kept at most; the oldest make way for new ones."""
+_MAX_COOKIE_CHARS = 2048
 
 
 @dataclass(frozen=True)
@@ -46,24 +50,14 @@ class ConsoleSession:
 
 @dataclass(frozen=True)
 class PendingSignIn:
-    """A sign-in sent to the identity provider: what the callback needs to finish it, and the
-    browser that started it (a hash of the value its sign-in cookie holds)."""
+    """A sign-in sent to the identity provider: its tenant, the OAuth ``state`` it sent, what
+    the callback needs to finish it, and when it expires (seconds since the epoch)."""
 
     tenant: str
+    state: str
     code_verifier: str = field(repr=False)
     nonce: str = field(repr=False)
-    browser: str = field(repr=False)
-
-    @classmethod
-    def started(cls, tenant: str, code_verifier: str, nonce: str) -> tuple[PendingSignIn, str]:
-        """A new sign-in and the value for its browser's sign-in cookie."""
-        binding = secrets.token_urlsafe(32)
-        return cls(tenant, code_verifier, nonce, _key(binding)), binding
-
-    def started_in(self, binding: str | None) -> bool:
-        """Whether ``binding`` (the callback's sign-in cookie) is the one this sign-in set:
-        a callback opened in another browser (a victim sent an attacker's link) is not."""
-        return binding is not None and hmac.compare_digest(_key(binding), self.browser)
+    expires: int
 
 
 def _key(secret: str) -> str:
@@ -95,20 +89,58 @@ class SessionStore:
             self._sessions.pop(_key(session_id), None)
 
 
-class PendingSignIns:
-    """Sign-ins under way by their OAuth ``state``, each taken at most once."""
+class SignIns:
+    """Sign-ins under way, kept by the browser that started each: the sign-in cookie holds the
+    :class:`PendingSignIn` itself, signed with this process's key (HMAC-SHA256), so the server
+    stores nothing when a sign-in starts and no number of starts can push out another
+    browser's. The callback takes a sign-in only with its cookie and the ``state`` it holds (a
+    callback opened in another browser has neither: login CSRF), before it expires, and once:
+    the states taken are remembered until they expire (at most ``max_taken``, the oldest
+    forgotten first, and then a replayed code still meets the provider's single use)."""
 
-    def __init__(self, seconds: float = SIGN_IN_SECONDS, max_pending: int = MAX_SESSIONS) -> None:
-        self._pending: TTLCache[str, PendingSignIn] = TTLCache(max_pending, seconds)
+    def __init__(self, seconds: int = SIGN_IN_SECONDS, max_taken: int = MAX_SESSIONS,
+                 key: bytes | None = None) -> None:
+        self._seconds = seconds
+        self._key = key or secrets.token_bytes(32)
+        self._taken: TTLCache[str, bool] = TTLCache(max_taken, seconds)
 
-    def start(self, pending: PendingSignIn) -> str:
-        """Keep ``pending``; returns the ``state`` to send to the identity provider."""
-        state = secrets.token_urlsafe(32)
-        self._pending[_key(state)] = pending
-        return state
+    def start(self, tenant: str, code_verifier: str, nonce: str) -> tuple[PendingSignIn, str]:
+        """A new sign-in (its ``state`` to send to the identity provider) and the value for
+        its browser's sign-in cookie."""
+        pending = PendingSignIn(tenant, secrets.token_urlsafe(32), code_verifier, nonce,
+                                int(time.time()) + self._seconds)
+        payload = _b64(json.dumps([pending.tenant, pending.state, pending.code_verifier,
+                                   pending.nonce, pending.expires],
+                                  separators=(",", ":")).encode())
+        return pending, f"{payload}.{self._mac(payload)}"
 
-    def take(self, state: str | None) -> PendingSignIn | None:
-        """The sign-in ``state`` names, removed; ``None`` when unknown, used or expired."""
-        if not state or len(state) > 128:
+    def take(self, state: str | None, cookie: str | None) -> PendingSignIn | None:
+        """The sign-in ``cookie`` holds when it is this process's, unexpired, untaken and sent
+        ``state``; ``None`` otherwise."""
+        if not state or not cookie or len(state) > 128 or len(cookie) > _MAX_COOKIE_CHARS:
             return None
-        return self._pending.pop(_key(state), None)
+        payload, _, mac = cookie.partition(".")
+        if not hmac.compare_digest(mac.encode(), self._mac(payload).encode()):
+            return None
+        try:
+            tenant, sent, code_verifier, nonce, expires = json.loads(
+                base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+            pending = PendingSignIn(str(tenant), str(sent), str(code_verifier), str(nonce),
+                                    int(expires))
+        except (ValueError, TypeError):
+            return None
+        if (pending.expires < time.time()
+                or not hmac.compare_digest(state.encode(), pending.state.encode())):
+            return None
+        taken = _key(pending.state)
+        if taken in self._taken:
+            return None
+        self._taken[taken] = True
+        return pending
+
+    def _mac(self, payload: str) -> str:
+        return _b64(hmac.new(self._key, payload.encode(), hashlib.sha256).digest())
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
