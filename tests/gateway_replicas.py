@@ -43,13 +43,14 @@ class Replica:
 
 
 def _settings_file(dds: DdsEnvironment, store_id: str, directory: Path,
-                   limits: dict[str, str]) -> Path:
+                   limits: dict[str, str], top: dict[str, str]) -> Path:
     jwks = directory / "jwks.json"
     jwks.write_text(json.dumps(dds.issuer.jwks()), encoding="utf-8")
     lines = ['tenant = "acme"', f'memory_store_id = "{store_id}"', f'schema_owner = "{OWNER}"',
              f'issuer = "{ISSUER}"', f'audience = "{AUDIENCE}"', f'jwks_file = "{jwks}"',
              f'identity_provider = "{IDP}"', 'embedder = "hashing"',
-             f"embedding_dimension = {VECTOR_DIM}", "pool_max_size = 4", "[limits]",
+             f"embedding_dimension = {VECTOR_DIM}", "pool_max_size = 4",
+             *(f"{key} = {json.dumps(value)}" for key, value in top.items()), "[limits]",
              *(f"{key} = {json.dumps(value)}" for key, value in limits.items()), ""]
     path = directory / "gateway.toml"
     path.write_text("\n".join(lines), encoding="utf-8")
@@ -86,13 +87,16 @@ def _replica(command: list[str], env: dict[str, str], port: int,
 
 @contextmanager
 def gateway_replicas(dds: DdsEnvironment, store_id: str, directory: Path, count: int = 2,
-                     limits: dict[str, str] | None = None) -> Iterator[list[Replica]]:
-    """``count`` gateway processes over the protected store ``store_id``, with the ``[limits]``
-    settings ``limits``; stopped at the end of the block."""
+                     limits: dict[str, str] | None = None, *,
+                     settings: dict[str, str] | None = None,
+                     workers: int = 1) -> Iterator[list[Replica]]:
+    """``count`` gateway processes (each of ``workers`` worker processes) over the protected
+    store ``store_id``, with the ``[limits]`` settings ``limits`` and the top-level
+    ``settings``; stopped at the end of the block."""
     directory.mkdir(parents=True, exist_ok=True)
-    settings = _settings_file(dds, store_id, directory, limits or {})
+    settings_file = _settings_file(dds, store_id, directory, limits or {}, settings or {})
     command = [str(Path(sys.executable).with_name("oam-gateway")), "serve", "--settings",
-               str(settings), "--host", "127.0.0.1"]
+               str(settings_file), "--host", "127.0.0.1", "--workers", str(workers)]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OAM_GATEWAY_")},
            "OAM_GATEWAY_DATABASE_URL": dds.runtime_url, "OAM_GATEWAY_APP_TOKEN": dds.token}
     with ExitStack() as stack:

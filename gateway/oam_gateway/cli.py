@@ -15,6 +15,7 @@ it never makes a key. Development only: the issuer's private key is on this mach
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import signal
@@ -179,6 +180,19 @@ def _provision_and_serve(args: argparse.Namespace, state: DevState, issuer: DevI
     return 0 if gateway.started else 1
 
 
+def _warn_unshared_console(settings: GatewaySettings, workers: int) -> None:
+    """Log a WARNING when ``workers`` processes would each keep console state of their own."""
+    from oam_gateway.console.routes import unshared_console
+
+    consoles = any(tenant.console_client_id is not None
+                   for tenant in settings.tenant_settings().values())
+    unshared = unshared_console(settings) if consoles else ""
+    if unshared:
+        logging.getLogger("oam_gateway.cli").warning(
+            "%d workers serve the console, but its %s: people signed in on one worker are "
+            "signed out on another", workers, unshared)
+
+
 def _run_serve(args: argparse.Namespace) -> int:
     """Serve the gateway of the settings file (or the environment) until interrupted."""
     import uvicorn
@@ -187,6 +201,7 @@ def _run_serve(args: argparse.Namespace) -> int:
 
     settings = load_settings(Path(args.settings) if args.settings else None)
     if args.workers > 1:  # each worker process loads the settings again and builds its app
+        _warn_unshared_console(settings, args.workers)
         from oam_gateway.asgi import SETTINGS_FILE_ENV
 
         if args.settings:

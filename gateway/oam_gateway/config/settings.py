@@ -126,6 +126,29 @@ class GatewaySettings(BaseSettings):
     require_scopes: bool = True
     """Reads need ``memory:read`` and writes ``memory:write``; off, any valid token may do both."""
 
+    console_cookie_secret: SecretStr | None = Field(default=None, min_length=32)
+    """The console's key (at least 32 characters, e.g. ``openssl rand -base64 32``; or use
+    :attr:`console_cookie_secret_file`): it signs the sign-in cookie and seals the sessions a
+    shared store keeps, and must be the same in every replica and worker, or a sign-in
+    started on one fails at another's callback. Unset, each process makes a random key at
+    start-up (one process only; the gateway logs a WARNING when it runs several workers or
+    shares its limits through a store without one)."""
+    console_cookie_secret_file: Path | None = None
+    """A file holding :attr:`console_cookie_secret` (a mounted secret), read when the gateway
+    starts and stripped of surrounding white space."""
+    console_session_store_uri: str = "memory://"
+    """Where the console keeps its sessions and the sign-ins already used: ``memory://``
+    (this process: a person signed in on one replica is signed out on another) or a shared
+    Redis, ``redis://host:6379/0`` or ``rediss://...`` (needs ``coredis``, the project's
+    ``redis`` extra, and :attr:`console_cookie_secret`), usually the one
+    ``limits.rate_limit_storage_uri`` names. Each session is a key that expires with it
+    (eight hours at most) and sign-out deletes; its access token is sealed (AES-256-GCM) with
+    a key derived from the browser's session id, which the store never sees. While the store
+    does not answer the console answers 503 (the API is not affected)."""
+    console_session_store_timeout_seconds: float = Field(default=1.0, gt=0, le=10)
+    """How long a console request waits for the shared session store (to connect, or to
+    answer) before it answers 503."""
+
     readiness_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
@@ -143,6 +166,7 @@ class GatewaySettings(BaseSettings):
             raise ValueError("HS256 is listed in algorithms but allow_hs256 is not set")
         if self.app_token is not None and self.app_token_file is not None:
             raise ValueError("give app_token or app_token_file, not both")
+        self._check_console_store()
         one_tenant = [name for name in _ONE_TENANT_FIELDS if name in self.model_fields_set]
         if self.tenants:
             if one_tenant:
@@ -162,6 +186,33 @@ class GatewaySettings(BaseSettings):
         if self.jwks_url is not None and not _secure_url(self.jwks_url):
             raise ValueError("jwks_url must be https (http only to a loopback address)")
         return self
+
+    def _check_console_store(self) -> None:
+        if self.console_cookie_secret is not None and self.console_cookie_secret_file is not None:
+            raise ValueError("give console_cookie_secret or console_cookie_secret_file, not both")
+        scheme = self.console_session_store_uri.split("://", 1)[0]
+        if scheme not in ("memory", "redis", "rediss") or "://" not in \
+                self.console_session_store_uri:
+            raise ValueError("console_session_store_uri must be memory:// or a redis:// or "
+                             "rediss:// URL")
+        if scheme != "memory" and (self.console_cookie_secret is None
+                                   and self.console_cookie_secret_file is None):
+            raise ValueError("a shared console_session_store_uri needs console_cookie_secret "
+                             "(or console_cookie_secret_file), the same in every replica")
+
+    def console_key(self) -> bytes | None:
+        """The console's key (:attr:`console_cookie_secret` or its file), or ``None`` when
+        neither is set."""
+        if self.console_cookie_secret is not None:
+            return self.console_cookie_secret.get_secret_value().encode()
+        if self.console_cookie_secret_file is None:
+            return None
+        text = self.console_cookie_secret_file.read_text(encoding="utf-8").strip()
+        if len(text) < 32:
+            raise InvalidArgumentError(f"the console key file {self.console_cookie_secret_file}"
+                                       " holds fewer than 32 characters",
+                                       argument="console_cookie_secret_file")
+        return text.encode()
 
     @property
     def effective_algorithms(self) -> tuple[Algorithm, ...]:

@@ -9,6 +9,10 @@ expired, or its token no longer verifies) sends the browser to the sign-in page;
 without the session's CSRF token is refused with 403. The session cookie is HttpOnly,
 ``SameSite=Lax`` and ``Secure`` (with the ``__Host-`` prefix) unless the console is served over
 plain HTTP on a loopback address, as ``oam-gateway dev`` does.
+
+Sessions and the sign-ins used are kept where ``console_session_store_uri`` says (this
+process, or a Redis every replica shares); while a shared store does not answer, every console
+route answers a 503 page with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -34,9 +38,14 @@ from oam_gateway.console.rate_limits import ConsoleLimits
 from oam_gateway.console.sessions import (
     SESSION_LIFETIME_SECONDS,
     SIGN_IN_SECONDS,
+    ConsoleKeys,
     ConsoleSession,
+    ConsoleState,
+    MemoryState,
+    RedisState,
     SessionStore,
     SignIns,
+    StateUnavailable,
 )
 from oam_gateway.console.signin import IdentityProvider, SignInFailed
 from oam_gateway.errors.sdk_problems import sdk_problem
@@ -47,7 +56,8 @@ from oam_gateway.rest.routes import ENDPOINTS
 from oam_gateway.tenancy.principal import Principal
 from oam_gateway.tenancy.tenants import Tenants
 
-__all__ = ["CONSOLE_PATH", "COOKIE_NAME", "SECURE_COOKIE_NAME", "SIGN_IN_COOKIE", "Console"]
+__all__ = ["CONSOLE_PATH", "COOKIE_NAME", "SECURE_COOKIE_NAME", "SIGN_IN_COOKIE", "Console",
+           "unshared_console"]
 
 _log = logging.getLogger(__name__)
 
@@ -87,15 +97,32 @@ class Console:
                                    if tenant.console_client_secret else None)
             for name, tenant in settings.tenant_settings().items()
             if tenant.console_client_id is not None}
-        self.sessions = SessionStore()
-        self.sign_ins = SignIns()
+        keys = ConsoleKeys(settings.console_key())
+        state: ConsoleState = (
+            MemoryState() if settings.console_session_store_uri == "memory://"
+            else RedisState(settings.console_session_store_uri,
+                            settings.console_session_store_timeout_seconds))
+        self.sessions = SessionStore(state, keys)
+        self.sign_ins = SignIns(state, keys)
         self._limits = ConsoleLimits(settings.limits)
+        if self._providers and settings.limits.rate_limit_storage_uri != "memory://":
+            unshared = unshared_console(settings)
+            if unshared:
+                _log.warning("the limits are shared through a store, so this gateway has "
+                             "replicas, but the console's %s: people signed in on one "
+                             "replica are signed out on another", unshared)
 
     @property
     def routes(self) -> list[BaseRoute]:
         """The console's Starlette routes."""
         p = CONSOLE_PATH
         person = self._person
+        return [Route(r.path, _answering_503(r.endpoint), methods=r.methods, name=r.name)
+                if isinstance(r, Route) else r for r in self._routes(p, person)]
+
+    def _routes(self, p: str, person: Callable[[str, views.Handler],
+                                               Callable[[Request], Awaitable[Response]]]
+                ) -> list[BaseRoute]:
         return [
             Route(p, self._landing, methods=["GET"], name="console"),
             Route(p + "/static/console.css", self._stylesheet, methods=["GET"]),
@@ -182,8 +209,8 @@ class Console:
 
     async def _callback(self, request: Request) -> Response:
         event_of(request).operation = "console.callback"
-        pending = self.sign_ins.take(request.query_params.get("state"),
-                                     request.cookies.get(SIGN_IN_COOKIE))
+        pending = await self.sign_ins.take(request.query_params.get("state"),
+                                           request.cookies.get(SIGN_IN_COOKIE))
         if pending is None or pending.tenant not in self._providers:
             return self._signed_out(request, "That sign-in has expired, was already used or "
                                     "was started in another browser: sign in again.",
@@ -216,7 +243,8 @@ class Console:
         if principal.tenant != pending.tenant:
             return self._signed_out(request, "That account belongs to another tenant.",
                                     status=403)
-        session_id = self.sessions.open(ConsoleSession(pending.tenant, signed_in.access_token))
+        session_id = await self.sessions.open(ConsoleSession(pending.tenant,
+                                                             signed_in.access_token))
         response = RedirectResponse(self._links(request).to("/memories"), status_code=303)
         response.set_cookie(_cookie_name(request), session_id, max_age=SESSION_LIFETIME_SECONDS,
                             path="/", secure=_secure(request), httponly=True, samesite="lax")
@@ -227,12 +255,12 @@ class Console:
     async def _sign_out(self, request: Request) -> Response:
         event_of(request).operation = "console.sign-out"
         session_id = request.cookies.get(_cookie_name(request))
-        session = self.sessions.get(session_id)
+        session = await self.sessions.get(session_id)
         if session is not None:
             form = await request.form()
             if not session.csrf_matches(_text(form.get(pages.CSRF_FIELD))):
                 return self._failure(request, 403, "The form has expired: reload the page.")
-            self.sessions.close(session_id)
+            await self.sessions.close(session_id)
         return self._signed_out(request, "You are signed out.")
 
     # -- the signed-in pages -----------------------------------------------------------------
@@ -241,7 +269,7 @@ class Console:
         """The session and verified principal of ``request``; ``None`` (the session closed)
         when it has none or its token no longer verifies."""
         session_id = request.cookies.get(_cookie_name(request))
-        session = self.sessions.get(session_id)
+        session = await self.sessions.get(session_id)
         if session is None:
             return None
         try:
@@ -249,7 +277,7 @@ class Console:
         except (TokenRejected, KeysUnavailable):
             principal = None
         if principal is None or principal.tenant != session.tenant:
-            self.sessions.close(session_id)
+            await self.sessions.close(session_id)
             return None
         return session, principal
 
@@ -300,6 +328,41 @@ class Console:
             return secured(response)
 
         return handle
+
+
+def unshared_console(settings: GatewaySettings) -> str:
+    """What of the console's state each process keeps to itself under ``settings`` (empty
+    when replicas share it all): said in the WARNING of a gateway with replicas."""
+    missing = []
+    if settings.console_cookie_secret is None and settings.console_cookie_secret_file is None:
+        missing.append("sign-in key is made per process (set console_cookie_secret)")
+    if settings.console_session_store_uri == "memory://":
+        missing.append("sessions are kept per process (set console_session_store_uri to the "
+                       "shared Redis)")
+    return " and its ".join(missing)
+
+
+_STORE_AWAY_SECONDS = 5
+
+
+def _answering_503(endpoint: Callable[[Request], Awaitable[Response]]
+                   ) -> Callable[[Request], Awaitable[Response]]:
+    """``endpoint``, answering a 503 page (with ``Retry-After``) while the shared session
+    store does not answer."""
+
+    async def answer(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except StateUnavailable as away:
+            _log.warning("console %s: %s", request.url.path, away)
+            links = pages.Links(request.scope.get("root_path", "") + CONSOLE_PATH)
+            response = HTMLResponse(pages.error_page(
+                links, 503, "The console cannot reach its session store just now: try again "
+                "in a few seconds.", None), status_code=503)
+            response.headers["Retry-After"] = str(_STORE_AWAY_SECONDS)
+            return secured(response)
+
+    return answer
 
 
 def _text(value: object) -> str | None:
