@@ -200,12 +200,19 @@ def test_default_privileges_do_not_reach_a_new_stores_partitions(dds: Any) -> No
         finally:
             owner.execute(default.format(sql.SQL("REVOKE"), sql.SQL("FROM"),
                                          owner=sql.Identifier(OWNER)))
-    with psycopg.connect(dds.runtime_url) as conn, conn.transaction():
-        conn.execute(APPLY, [dds.context("alice").assertion()], prepare=False)
-        partitions = discovered_partitions(conn, store_id)
-        for partition in partitions:
-            refused(conn, sql.SQL("TRUNCATE {}").format(partition))
-            refused(conn, sql.SQL("SELECT * FROM {}").format(partition))
-        # Positive control: the default privileges were in force for the store's tables.
-        assert conn.execute(sql.SQL("SELECT has_table_privilege({}, 'TRUNCATE')").format(
-            sql.Literal(f"{OWNER}.{store_id}_memory"))).fetchone() == (True,)
+    try:
+        with psycopg.connect(dds.runtime_url) as conn, conn.transaction():
+            conn.execute(APPLY, [dds.context("alice").assertion()], prepare=False)
+            partitions = discovered_partitions(conn, store_id)
+            for partition in partitions:
+                refused(conn, sql.SQL("TRUNCATE {}").format(partition))
+                refused(conn, sql.SQL("SELECT * FROM {}").format(partition))
+            # Positive control: the default privileges were in force for the store's tables.
+            assert conn.execute(sql.SQL("SELECT has_table_privilege({}, 'TRUNCATE')").format(
+                sql.Literal(f"{OWNER}.{store_id}_memory"))).fetchone() == (True,)
+    finally:
+        # The runtime login holds no direct privilege anywhere (test_deepsec_attacks checks it
+        # over the whole database): take back what the default privileges gave this store.
+        with psycopg.connect(dds.owner_url, autocommit=True) as owner:
+            owner.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM oam_test_rt")
+                          .format(sql.Identifier(OWNER)))
