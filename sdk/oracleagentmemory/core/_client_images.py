@@ -15,6 +15,8 @@ from oracleagentmemory.core._images import IMAGE_MIME_TYPE_KEY, detect_mime_type
 from oracleagentmemory.core._validation import check_required_id
 from oracleagentmemory.core.memoryextraction import MemoryExtractionMode, ResolvedExtraction
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
+from oracleagentmemory.observability._operation import AGENT_MEMORY, observed
+from oracleagentmemory.observability._operation import generate as observed_generate
 
 if TYPE_CHECKING:
     from oracleagentmemory.core._background import BackgroundWork, WorkKey
@@ -35,8 +37,8 @@ def describe_image(llm: Any, data: bytes, mime_type: str) -> str:
     Raises:
         InvalidArgumentError: the model answered nothing.
     """
-    answer = llm.generate([Message("user", [TextContent(CAPTION_INSTRUCTIONS),
-                                            ImageContent(data, ImageMimeType(mime_type))])])
+    answer = observed_generate(llm, [Message("user", [
+        TextContent(CAPTION_INSTRUCTIONS), ImageContent(data, ImageMimeType(mime_type))])])
     text = str(answer.text).strip()
     if not text:
         raise InvalidArgumentError("the model returned an empty image description")
@@ -73,6 +75,7 @@ class ClientImages:
         def _image_limits(self) -> ImageInputLimitConfig:
             raise NotImplementedError
 
+    @observed(AGENT_MEMORY)
     def add_image(self, /, image: bytes, description: Any = NOT_SET_MARKER,
                   mime_type: Any = NOT_SET_MARKER, image_id: Any = NOT_SET_MARKER,
                   user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
@@ -114,6 +117,7 @@ class ClientImages:
                                 thread_id if isinstance(thread_id, str) else "", settings)
         return new_id
 
+    @observed(AGENT_MEMORY)
     def list_images(self, /, image_id: Any = NOT_SET_MARKER, user_id: Any = NOT_SET_MARKER,
                     agent_id: Any = NOT_SET_MARKER, thread_id: Any = NOT_SET_MARKER,
                     metadata_filter: Any = NOT_SET_MARKER, include_bytes: Any = NOT_SET_MARKER,
@@ -125,6 +129,7 @@ class ClientImages:
             metadata_filter=metadata_filter, include_bytes=include_bytes, record_id=image_id)
             if isinstance(r, ImageRecord)]
 
+    @observed(AGENT_MEMORY)
     def update_image(self, /, image_id: str, image: Any = NOT_SET_MARKER,
                      description: Any = NOT_SET_MARKER, mime_type: Any = NOT_SET_MARKER,
                      metadata: Any = NOT_SET_MARKER, timestamp: Any = NOT_SET_MARKER,
@@ -172,6 +177,7 @@ class ClientImages:
                            **{k: v for k, v in changes.items() if v is not NOT_SET_MARKER})
         return image_id
 
+    @observed(AGENT_MEMORY)
     def delete_image(self, /, image_id: str) -> int:
         """Delete one standalone image; 0 when there is none (message parts go with their
         message)."""

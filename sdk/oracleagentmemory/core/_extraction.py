@@ -26,6 +26,7 @@ from oracleagentmemory.core.memoryextraction import (
     ResolvedExtraction,
 )
 from oracleagentmemory.errors import OracleAgentMemoryError
+from oracleagentmemory.observability._operation import generate as observed_generate
 
 LOG = logging.getLogger("oracleagentmemory.extraction")
 
@@ -132,7 +133,7 @@ def llm_shortener(llm: ILlm, max_tokens: int, input_token_limit: int) -> Shorten
         excerpt = text if input_token_limit <= 0 else text[
             : int(input_token_limit * CHARACTERS_PER_TOKEN)]
         try:
-            answer = llm.generate([Message("system", _SHORTEN_INSTRUCTIONS.format(
+            answer = observed_generate(llm, [Message("system", _SHORTEN_INSTRUCTIONS.format(
                 tokens=max_tokens)), Message("user", excerpt)])
             short = str(answer.text).strip()
         except Exception:
@@ -255,9 +256,9 @@ def extract_memories(store: Any, llm: ILlm, scope: ThreadScope,
             f"- [{c.id}] {c.content}" for c in candidates)
     attached = prompt_images(conversation) if images is MemoryExtractionImageContext.IMAGE \
         else []
-    answer = llm.generate([Message("system", system),
-                           Message("user", [TextContent(user), *attached] if attached else user)],
-                          response_json_schema=EXTRACTION_SCHEMA)
+    user_message = Message("user", [TextContent(user), *attached] if attached else user)
+    answer = observed_generate(llm, [Message("system", system), user_message],
+                               response_json_schema=EXTRACTION_SCHEMA)
     extraction: _Extraction = parse_answer(answer.text, _Extraction)
     if not extraction.memories:
         return []
@@ -329,9 +330,9 @@ def link_memories(store: Any, llm: ILlm, scope: ThreadScope, new: Sequence[Store
     if not sections:
         return []
     system = _LINKING_INSTRUCTIONS + (f"\n\n{instructions}" if instructions else "")
-    answer = llm.generate([{"role": "system", "content": system},
-                           {"role": "user", "content": "\n\n".join(sections)}],
-                          response_json_schema=LINKS_SCHEMA)
+    answer = observed_generate(llm, [{"role": "system", "content": system},
+                                     {"role": "user", "content": "\n\n".join(sections)}],
+                               response_json_schema=LINKS_SCHEMA)
     links: _Links = parse_answer(answer.text, _Links)
     sources = {m.id: m for m in new}
     return _add_links(store, [(link.source_memory_id,

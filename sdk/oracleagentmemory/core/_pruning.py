@@ -30,6 +30,7 @@ from oracleagentmemory.apis.records import Record
 from oracleagentmemory.core._xmltext import escape_text
 from oracleagentmemory.core.searchconfig import PruningEvaluationMode
 from oracleagentmemory.core.searchresult import record_text
+from oracleagentmemory.observability._operation import generate_async as observed_generate_async
 
 _log = logging.getLogger(__name__)
 
@@ -91,8 +92,8 @@ async def judge(llm: ILlm, query: str, texts: Sequence[str]) -> set[int]:
         return set()
     everything = set(range(len(texts)))
     try:
-        response = await llm.generate_async(judge_prompt(query, texts),
-                                             response_json_schema=JUDGE_RESPONSE_SCHEMA)
+        response = await observed_generate_async(llm, judge_prompt(query, texts),
+                                                 response_json_schema=JUDGE_RESPONSE_SCHEMA)
     except Exception:  # noqa: BLE001 - a failing judge must never lose results
         _log.warning("pruning judge failed; keeping its %d candidates", len(texts),
                      exc_info=True)

@@ -21,6 +21,7 @@ from oracleagentmemory.core._writeplan import check_record_type
 from oracleagentmemory.engines.interfaces import EngineSession, MessageQuery, RecordQuery
 from oracleagentmemory.errors import InvalidArgumentError
 from oracleagentmemory.filtertree import parse_metadata_filter
+from oracleagentmemory.observability._operation import MEMORY_STORE, observed
 
 
 class StoreReads:
@@ -30,6 +31,7 @@ class StoreReads:
         def _session(self) -> AbstractContextManager[EngineSession]:
             raise NotImplementedError
 
+    @observed(MEMORY_STORE)
     def get(self, record_type: str, record_id: str,
             include_bytes: Any = NOT_SET_MARKER) -> Record | None:
         """Return the visible record ``record_id`` of ``record_type``, or ``None``."""
@@ -43,6 +45,7 @@ class StoreReads:
             images = _message_images(session, rows, with_bytes)
         return record_from_row(rows[0], images) if rows else None
 
+    @observed(MEMORY_STORE)
     def list(self, record_type: str, limit: Any = NOT_SET_MARKER, thread_id: Any = NOT_SET_MARKER,
              user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
              metadata_filter: Any = NOT_SET_MARKER, include_bytes: Any = NOT_SET_MARKER,
@@ -83,6 +86,7 @@ class StoreReads:
             images = _message_images(session, rows, query.include_bytes)
         return [record_from_row(r, images) for r in rows]
 
+    @observed(MEMORY_STORE)
     def list_thread_messages(self, thread_id: str, last_n: int | None = None,
                              range_start_seq_no: int | None = None,
                              range_end_seq_no: int | None = None,

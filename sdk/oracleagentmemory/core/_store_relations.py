@@ -25,6 +25,7 @@ from oracleagentmemory.errors import (
     RecordNotFoundError,
 )
 from oracleagentmemory.filtertree import parse_metadata_filter
+from oracleagentmemory.observability._operation import MEMORY_STORE, observed
 
 
 class StoreRelations:
@@ -34,6 +35,7 @@ class StoreRelations:
         def _session(self) -> AbstractContextManager[EngineSession]:
             raise NotImplementedError
 
+    @observed(MEMORY_STORE)
     def add_relations(self, source_record_ids: Any, source_record_types: Any,
                       target_record_ids: Any, target_record_types: Any, relation_types: Any,
                       opposite_relation_types: Any = NOT_SET_MARKER,
@@ -89,6 +91,7 @@ class StoreRelations:
         session.recompute_status([
             r.target_id for r in rows if r.relation_type in LIFECYCLE_RELATION_TYPES])
 
+    @observed(MEMORY_STORE)
     def get_relation(self, source_record_id: Any = NOT_SET_MARKER,
                      source_record_type: Any = NOT_SET_MARKER,
                      target_record_id: Any = NOT_SET_MARKER,
@@ -128,6 +131,7 @@ class StoreRelations:
             rows = session.select_relations(query)
         return relation_from_row(rows[0]) if rows else None
 
+    @observed(MEMORY_STORE)
     def list_relations(self, relation_type: Any = NOT_SET_MARKER,
                        source_record_id: Any = NOT_SET_MARKER,
                        source_record_type: Any = NOT_SET_MARKER,
@@ -160,6 +164,7 @@ class StoreRelations:
             rows = session.select_relations(query)
         return [relation_from_row(r) for r in rows]
 
+    @observed(MEMORY_STORE)
     def update_relations(self, relation_ids: Any, relation_types: Any = NOT_SET_MARKER,
                          opposite_relation_types: Any = NOT_SET_MARKER,
                          timestamps: Any = NOT_SET_MARKER,
@@ -183,6 +188,7 @@ class StoreRelations:
             session.recompute_status(retyped_targets)
         return updated
 
+    @observed(MEMORY_STORE)
     def delete_relations(self, relation_ids: Any) -> int:
         """Delete relations by id; lifecycle status is recomputed from the relations left."""
         ids = [relation_ids] if isinstance(relation_ids, str) else relation_ids

@@ -16,6 +16,8 @@ from oracleagentmemory.core._writeplan import Chunker
 from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.engines.interfaces import EngineSession, RegistryRow, SearchPlan
 from oracleagentmemory.errors import InvalidArgumentError
+from oracleagentmemory.observability._operation import MEMORY_STORE, observed
+from oracleagentmemory.observability._operation import embed as observed_embed
 
 
 class StoreSearch:
@@ -31,6 +33,7 @@ class StoreSearch:
         def _session(self) -> AbstractContextManager[EngineSession]:
             raise NotImplementedError
 
+    @observed(MEMORY_STORE)
     def search(self, query: str | None, k: int, query_vector: Any = None,
                thread_id: str | None = None, user_id: str | None = None,
                agent_id: str | None = None, exact_user_match: bool = False,
@@ -94,7 +97,7 @@ class StoreSearch:
                     f"{strategy.value} search needs an embedder to embed query; pass "
                     "query_vector or open the store with an embedder"
                 )
-            vectors = list(self._embedder.embed(texts, is_query=True))
+            vectors = list(observed_embed(self._embedder, texts, is_query=True))
         plans = []
         for text, vector in zip(texts, vectors, strict=True):
             plan = base_plan(arguments, strategy.value)

@@ -35,6 +35,7 @@ from oracleagentmemory.errors import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
 )
+from oracleagentmemory.observability._operation import MEMORY_STORE, observed
 
 DEFAULT_BATCH_SIZE = 256
 
@@ -56,6 +57,7 @@ class StoreWrites:
         def _default_user_id(self) -> str | _NotSetMarker:
             raise NotImplementedError
 
+    @observed(MEMORY_STORE)
     def add(self, contents: Any = NOT_SET_MARKER, record_type: Any = NOT_SET_MARKER,
             index_texts: Any = NOT_SET_MARKER, embeddings: Any = NOT_SET_MARKER,
             record_ids: Any = NOT_SET_MARKER, thread_ids: Any = NOT_SET_MARKER,
@@ -77,6 +79,7 @@ class StoreWrites:
             self._insert(plans, batch_size)
         return [p.record_id for p in plans]
 
+    @observed(MEMORY_STORE)
     def add_batches(self, batches: builtins.list[PendingRecordBatch],
                     **store_kwargs: Any) -> builtins.list[str]:
         """Add caller-prepared batches in one transaction; returns ids in batch and row order."""
@@ -110,11 +113,13 @@ class StoreWrites:
             raise DuplicateRecordError(exc.message, argument=exc.argument,
                                        record_id=exc.record_id) from None
 
+    @observed(MEMORY_STORE)
     def add_user(self, user_id: Any = NOT_SET_MARKER, information: Any = NOT_SET_MARKER,
                  metadata: Any = NOT_SET_MARKER) -> str:
         """Add a user profile; the record id is the user id."""
         return self._add_profile("user_profile", "user_id", user_id, information, metadata)
 
+    @observed(MEMORY_STORE)
     def add_agent(self, agent_id: str, information: str, metadata: Any = NOT_SET_MARKER) -> str:
         """Add an agent profile; the record id is the agent id."""
         return self._add_profile("agent_profile", "agent_id", agent_id, information, metadata)
@@ -132,6 +137,7 @@ class StoreWrites:
                        metadata=None if metadata is NOT_SET_MARKER else metadata)
         return ids[0]
 
+    @observed(MEMORY_STORE)
     def update(self, record_type: str, record_id: str, content: Any = NOT_SET_MARKER,
                index_text: Any = NOT_SET_MARKER, embedding: Any = NOT_SET_MARKER,
                metadata: Any = NOT_SET_MARKER, timestamp: Any = NOT_SET_MARKER,
@@ -230,6 +236,7 @@ class StoreWrites:
         with self._session() as session:
             return session.update_record(plan)
 
+    @observed(MEMORY_STORE)
     def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
         """Delete one record with its retrieval rows; ``cascade`` expands actor profiles."""
         record_type = check_record_type(record_type)
@@ -242,12 +249,14 @@ class StoreWrites:
                 session.delete_actor_scope(column, record_id)
             return deleted
 
+    @observed(MEMORY_STORE)
     def delete_thread(self, thread_id: str) -> int:
         """Delete a thread with its messages, memories, summaries and retrieval rows."""
         check_required_id(thread_id, "thread_id")
         with self._session() as session:
             return session.delete_thread(thread_id)
 
+    @observed(MEMORY_STORE)
     def purge_expired(self) -> int:
         """Physically delete expired messages and memories; returns how many were removed."""
         with self._session() as session:

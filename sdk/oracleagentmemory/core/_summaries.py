@@ -14,6 +14,7 @@ from oracleagentmemory.apis.llms import ILlm
 from oracleagentmemory.apis.records import MessageRecord, ThreadSummaryRecord
 from oracleagentmemory.core._extraction import ThreadScope, conversation_lines, parse_answer
 from oracleagentmemory.core._tokens import CHARACTERS_PER_TOKEN, estimate_tokens
+from oracleagentmemory.observability._operation import generate as observed_generate
 
 TRANSCRIPT_FALLBACK_CHARACTERS = 4_000
 """The most a transcript fallback holds (its newest part)."""
@@ -88,9 +89,9 @@ def summarize(llm: ILlm, messages: Sequence[MessageRecord], previous: ThreadDige
     user = "Conversation:\n" + "\n".join(lines)
     if previous is not None and previous.summary:
         user = f"Summary of the earlier conversation:\n{previous.summary}\n\n" + user
-    answer = llm.generate([{"role": "system", "content": _INSTRUCTIONS},
-                           {"role": "user", "content": user}],
-                          response_json_schema=SUMMARY_SCHEMA)
+    answer = observed_generate(llm, [{"role": "system", "content": _INSTRUCTIONS},
+                                     {"role": "user", "content": user}],
+                               response_json_schema=SUMMARY_SCHEMA)
     parsed: _Summary = parse_answer(answer.text, _Summary)
     covered = messages[-1].seq_no if messages else (
         previous.covered_through_seq_no if previous else None)

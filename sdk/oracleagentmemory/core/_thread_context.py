@@ -25,6 +25,7 @@ from oracleagentmemory.core._summaries import (
 from oracleagentmemory.core._thread_settings import ThreadSettings
 from oracleagentmemory.core.contextcard import OracleContextCard, OracleSummary
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
+from oracleagentmemory.observability._operation import THREAD, observed
 
 LOG = logging.getLogger("oracleagentmemory.thread")
 
@@ -46,6 +47,7 @@ class ThreadContext:
                    **arguments: Any) -> builtins.list[SearchResult]:
             raise NotImplementedError
 
+    @observed(THREAD)
     def get_summary(self, /, except_last: Any = NOT_SET_MARKER,
                     token_budget: Any = NOT_SET_MARKER, **kwargs: Any) -> OracleSummary:
         """A summary of the thread (``except_last``: of all but its newest messages).
@@ -112,6 +114,7 @@ class ThreadContext:
         if waiting and waiting >= settings.context_summary_update_frequency:
             self._refresh_summary(durable, messages)
 
+    @observed(THREAD)
     def get_context_card(self, /, fallback_message_count: Any = NOT_SET_MARKER,
                          max_relevant_results: Any = NOT_SET_MARKER,
                          max_recent_messages: Any = NOT_SET_MARKER,

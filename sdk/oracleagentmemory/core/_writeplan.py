@@ -40,6 +40,7 @@ from oracleagentmemory.core.retention import expiry, resolve_ttl_days
 from oracleagentmemory.engines.interfaces import ChunkRow, Expiry, ImageBody, RowPlan, Vector
 from oracleagentmemory.engines.layout import SEARCHABLE_TYPES
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
+from oracleagentmemory.observability._operation import embed as observed_embed
 
 EXPIRING_TYPES = MEMORY_TYPES | {"message", "image"}
 """Types with a time to live."""
@@ -336,7 +337,8 @@ def embed_missing_vectors(settings: WriteSettings, chunks: list[ChunkRow]) -> No
     todo = [c for c in chunks if c.vector is None and c.text]
     if not todo:
         return
-    vectors = np.asarray(settings.embedder.embed([c.text or "" for c in todo]), dtype=np.float32)
+    vectors = np.asarray(observed_embed(settings.embedder, [c.text or "" for c in todo]),
+                         dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape != (len(todo), settings.vector_dim):
         raise InvalidArgumentError(
             f"the embedder returned vectors of shape {vectors.shape}; the store expects "

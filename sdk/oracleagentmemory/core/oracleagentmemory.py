@@ -54,6 +54,7 @@ from oracleagentmemory.errors import (
     OperationTimeoutError,
     RecordKeyError,
 )
+from oracleagentmemory.observability._operation import AGENT_MEMORY, observed
 
 LOG = logging.getLogger("oracleagentmemory.client")
 DELETE_WAIT_SECONDS = 300.0
@@ -196,6 +197,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
         self.close()
 
     # --- threads --------------------------------------------------------------------------
+    @observed(AGENT_MEMORY)
     def create_thread(self, /, *, thread_id: Any = NOT_SET_MARKER, user_id: Any = NOT_SET_MARKER,
                       agent_id: Any = NOT_SET_MARKER, metadata: Any = NOT_SET_MARKER,
                       llm: Any = NOT_SET_MARKER, search_config: Any = NOT_SET_MARKER,
@@ -225,6 +227,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
         return OracleThread._open(self, thread_id, user_id, agent_id, metadata, settings_now,
                             thread_llm, self._pick_search_config(search_config))
 
+    @observed(AGENT_MEMORY)
     def get_thread(self, /, thread_id: str, *, llm: Any = NOT_SET_MARKER,
                    search_config: Any = NOT_SET_MARKER, **settings: Any) -> OracleThread:
         """Open a stored thread; settings given here apply to the returned object only.
@@ -235,6 +238,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
         record = self._thread_record(thread_id)
         return self._open(record, parse_overrides(**settings), llm, search_config)
 
+    @observed(AGENT_MEMORY)
     def update_thread(self, /, thread_id: str, metadata: Any = NOT_SET_MARKER,
                       **settings: Any) -> OracleThread:
         """Save new metadata (replaced whole) and/or runtime settings of a stored thread; the
@@ -257,6 +261,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
         return self._open(self._thread_record(thread_id), ThreadOverrides({}, None, None), llm,
                           search_config)
 
+    @observed(AGENT_MEMORY)
     def list_threads(self, /, user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
                      metadata_filter: Any = NOT_SET_MARKER,
                      limit: Any = NOT_SET_MARKER, *,
@@ -272,6 +277,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
                                    metadata_filter=metadata_filter, older_than=older_than)
         return [r for r in records if isinstance(r, ThreadRecord)]
 
+    @observed(AGENT_MEMORY)
     def delete_thread(self, /, thread_id: str) -> int:
         """Delete a thread with its messages, memories, summaries and retrieval rows, after the
         thread's earlier background extraction (through this client) has finished."""
@@ -307,14 +313,17 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
         return self._search_config if search_config is NOT_SET_MARKER else search_config
 
     # --- user and agent profiles ----------------------------------------------------------
+    @observed(AGENT_MEMORY)
     def add_user(self, /, user_id: str, information: str, metadata: Any = NOT_SET_MARKER) -> str:
         """Add a user profile (unscoped); returns the user id."""
         return str(self._store.add_user(user_id, information, metadata))
 
+    @observed(AGENT_MEMORY)
     def add_agent(self, /, agent_id: str, information: str, metadata: Any = NOT_SET_MARKER) -> str:
         """Add an agent profile (unscoped); returns the agent id."""
         return str(self._store.add_agent(agent_id, information, metadata))
 
+    @observed(AGENT_MEMORY)
     def list_users(self, /, metadata_filter: Any = NOT_SET_MARKER,
                    limit: Any = NOT_SET_MARKER) -> builtins.list[UserProfileRecord]:
         """Visible user profiles, oldest first."""
@@ -322,6 +331,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
                                             metadata_filter=metadata_filter)
                 if isinstance(r, UserProfileRecord)]
 
+    @observed(AGENT_MEMORY)
     def list_agents(self, /, metadata_filter: Any = NOT_SET_MARKER,
                     limit: Any = NOT_SET_MARKER) -> builtins.list[AgentProfileRecord]:
         """Visible agent profiles, oldest first."""
@@ -329,6 +339,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
                                             metadata_filter=metadata_filter)
                 if isinstance(r, AgentProfileRecord)]
 
+    @observed(AGENT_MEMORY)
     def delete_user(self, /, user_id: str, cascade: bool = True) -> int:
         """Delete a user profile; ``cascade`` also deletes the user's threads, messages and
         memories, in one transaction (after the background extraction of the user's known
@@ -337,6 +348,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
         self._wait_for_owner(f"user {user_id!r}", user_id=user_id)
         return int(self._store.delete("user_profile", user_id, cascade=cascade))
 
+    @observed(AGENT_MEMORY)
     def delete_agent(self, /, agent_id: str, cascade: bool = True) -> int:
         """Delete an agent profile; ``cascade`` also deletes the agent's scoped records (after
         the background extraction of the agent's known threads)."""
@@ -345,6 +357,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
         return int(self._store.delete("agent_profile", agent_id, cascade=cascade))
 
     # --- memories -------------------------------------------------------------------------
+    @observed(AGENT_MEMORY)
     def add_memory(self, /, content: str, *, memory_type: Any = NOT_SET_MARKER,
                    user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
                    thread_id: Any = NOT_SET_MARKER, memory_id: Any = NOT_SET_MARKER,
@@ -425,6 +438,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
         except Exception:
             LOG.warning("autonomous linking of memory %r failed", memory_id, exc_info=True)
 
+    @observed(AGENT_MEMORY)
     def update_memory(self, /, memory_id: str, content: Any = NOT_SET_MARKER,
                       metadata: Any = NOT_SET_MARKER, timestamp: Any = NOT_SET_MARKER,
                       ttl_days: Any = NOT_SET_MARKER, ttl_anchor: Any = NOT_SET_MARKER,
@@ -443,6 +457,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
                            status=status)
         return memory_id
 
+    @observed(AGENT_MEMORY)
     def delete_memory(self, /, memory_id: str) -> int:
         """Delete a memory with its retrieval rows and relations; 0 when there is none."""
         try:
@@ -454,6 +469,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
             self._wait_for_threads([thread_id], f"memory {memory_id!r}")
         return int(self._store.delete(record.record_type, memory_id))
 
+    @observed(AGENT_MEMORY)
     def list_memories(self, /, user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
                       thread_id: Any = NOT_SET_MARKER, metadata_filter: Any = NOT_SET_MARKER,
                       limit: Any = NOT_SET_MARKER, *,
@@ -474,6 +490,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
             found.sort(key=lambda r: (parse_timestamp(r.timestamp, "timestamp"), r.id))
         return found if cap is None else found[-cap:] if cap else []
 
+    @observed(AGENT_MEMORY)
     def list_messages(self, /, user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
                       thread_id: Any = NOT_SET_MARKER, metadata_filter: Any = NOT_SET_MARKER,
                       limit: Any = NOT_SET_MARKER,
@@ -484,6 +501,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
                                             metadata_filter=metadata_filter)
                 if isinstance(r, MessageRecord)]
 
+    @observed(AGENT_MEMORY)
     def get_memory(self, /, memory_id: str) -> MemoryRecord:
         """The visible memory ``memory_id``, of any memory type (an extension of the spec): the
         caller's own before a global one of the same id.
@@ -502,6 +520,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
                              record_id=str(memory_id), record_type="memory")
 
     # --- relations ------------------------------------------------------------------------
+    @observed(AGENT_MEMORY)
     def link_records(self, /, source_record_id: str, source_record_type: str,
                      target_record_id: str, target_record_type: str, relation_type: str,
                      opposite_relation_type: Any = NOT_SET_MARKER,
@@ -515,6 +534,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
             metadata=_one(metadata))
         return str(ids[0])
 
+    @observed(AGENT_MEMORY)
     def update_record_link(self, /, relation_id: str, relation_type: Any = NOT_SET_MARKER,
                            opposite_relation_type: Any = NOT_SET_MARKER,
                            timestamp: Any = NOT_SET_MARKER,
@@ -526,6 +546,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
             opposite_relation_types=opposite_relation_type, timestamps=timestamp,
             metadata=metadata))
 
+    @observed(AGENT_MEMORY)
     def delete_record_link(self, /, source_record_id: Any = NOT_SET_MARKER,
                            source_record_type: Any = NOT_SET_MARKER,
                            target_record_id: Any = NOT_SET_MARKER,
@@ -539,6 +560,7 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
         return 0 if relation is None else int(self._store.delete_relations(relation.id))
 
     # --- search ---------------------------------------------------------------------------
+    @observed(AGENT_MEMORY)
     def search(self, /, query: str, *, user_id: Any = NOT_SET_MARKER,
                agent_id: Any = NOT_SET_MARKER, thread_id: Any = NOT_SET_MARKER,
                exact_user_match: Any = NOT_SET_MARKER, exact_agent_match: Any = NOT_SET_MARKER,

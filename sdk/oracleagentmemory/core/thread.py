@@ -36,6 +36,7 @@ from oracleagentmemory.core.memoryextraction import (
     MemoryExtractionMode,
 )
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError, RecordKeyError
+from oracleagentmemory.observability._operation import THREAD, observed
 
 if TYPE_CHECKING:
     from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
@@ -189,6 +190,7 @@ class OracleThread(ThreadContext, IThread):
         return self._settings
 
     # --- messages -------------------------------------------------------------------------
+    @observed(THREAD)
     def add_messages(self, /, messages: Any, metadata: Any = NOT_SET_MARKER,
                      ttl_days: Any = NOT_SET_MARKER, ttl_anchor: Any = NOT_SET_MARKER,
                      **store_kwargs: Any) -> builtins.list[str]:
@@ -294,6 +296,7 @@ class OracleThread(ThreadContext, IThread):
         """Wait up to ``timeout`` seconds for this thread's accepted background extraction."""
         self._client._background.wait([self._client._work_key(self._thread_id)], timeout)
 
+    @observed(THREAD)
     def get_messages(self, /, *, start: Any = NOT_SET_MARKER, end: Any = NOT_SET_MARKER,
                      include_image_bytes: Any = NOT_SET_MARKER) -> builtins.list[Message]:
         """The thread's messages in order: indices ``start`` (0-based) to ``end`` (exclusive;
@@ -312,6 +315,7 @@ class OracleThread(ThreadContext, IThread):
             records = records[first:last]
         return [to_message(r) for r in records]
 
+    @observed(THREAD)
     def get_message(self, /, message_id: str, *,
                     included_image_ids: Any = NOT_SET_MARKER) -> Message:
         """One message of this thread.
@@ -321,6 +325,7 @@ class OracleThread(ThreadContext, IThread):
         """
         return to_message(self._own_message(message_id))
 
+    @observed(THREAD)
     def update_message(self, /, message_id: str, content: Any = NOT_SET_MARKER,
                        metadata: Any = NOT_SET_MARKER, ttl_days: Any = NOT_SET_MARKER,
                        ttl_anchor: Any = NOT_SET_MARKER, **kwargs: Any) -> str:
@@ -342,6 +347,7 @@ class OracleThread(ThreadContext, IThread):
                            ttl_days=ttl_days, ttl_anchor=ttl_anchor)
         return message_id
 
+    @observed(THREAD)
     def delete_message(self, /, message_id: str) -> int:
         """Delete one raw message of this thread (derived memories stay); 0 if it is not one.
 
@@ -367,6 +373,7 @@ class OracleThread(ThreadContext, IThread):
         return record
 
     # --- search ---------------------------------------------------------------------------
+    @observed(THREAD)
     def search(self, /, query: str, *, user_id: Any = NOT_SET_MARKER,
                agent_id: Any = NOT_SET_MARKER, thread_id: Any = NOT_SET_MARKER,
                exact_user_match: Any = NOT_SET_MARKER, exact_agent_match: Any = NOT_SET_MARKER,
@@ -395,6 +402,7 @@ class OracleThread(ThreadContext, IThread):
         return ThreadScope(self._thread_id, self._user_id, self._agent_id)
 
     # --- memories and links in the thread's scope -----------------------------------------
+    @observed(THREAD)
     def add_memory(self, /, content: str, **arguments: Any) -> str:
         """Add a memory scoped to this thread, its user and its agent unless told otherwise."""
         for name, value in (("user_id", self._user_id), ("agent_id", self._agent_id),
@@ -402,27 +410,33 @@ class OracleThread(ThreadContext, IThread):
             arguments.setdefault(name, value)
         return self._client.add_memory(content, **arguments)
 
+    @observed(THREAD)
     def update_memory(self, /, memory_id: str, **arguments: Any) -> str:
         """See :meth:`OracleAgentMemory.update_memory`."""
         return self._client.update_memory(memory_id, **arguments)
 
+    @observed(THREAD)
     def delete_memory(self, /, memory_id: str) -> int:
         """See :meth:`OracleAgentMemory.delete_memory`."""
         return self._client.delete_memory(memory_id)
 
+    @observed(THREAD)
     def link_records(self, /, *args: Any, **kwargs: Any) -> str:
         """See :meth:`OracleAgentMemory.link_records`."""
         return self._client.link_records(*args, **kwargs)
 
+    @observed(THREAD)
     def update_record_link(self, /, relation_id: str, **kwargs: Any) -> int:
         """See :meth:`OracleAgentMemory.update_record_link`."""
         return self._client.update_record_link(relation_id, **kwargs)
 
+    @observed(THREAD)
     def delete_record_link(self, /, **kwargs: Any) -> int:
         """See :meth:`OracleAgentMemory.delete_record_link`."""
         return self._client.delete_record_link(**kwargs)
 
     # --- images in the thread's scope --------------------------------------------------------
+    @observed(THREAD)
     def add_image(self, /, image: bytes, **arguments: Any) -> str:
         """Store an image scoped to this thread, its user and its agent unless told otherwise
         (see :meth:`OracleAgentMemory.add_image`)."""
@@ -431,6 +445,7 @@ class OracleThread(ThreadContext, IThread):
             arguments.setdefault(name, value)
         return self._client.add_image(image, **arguments)
 
+    @observed(THREAD)
     def list_images(self, /, image_id: Any = NOT_SET_MARKER,
                     metadata_filter: Any = NOT_SET_MARKER, include_bytes: Any = NOT_SET_MARKER,
                     limit: Any = NOT_SET_MARKER) -> builtins.list[ImageRecord]:
@@ -439,10 +454,12 @@ class OracleThread(ThreadContext, IThread):
                                         user_id=self._user_id, metadata_filter=metadata_filter,
                                         include_bytes=include_bytes, limit=limit)
 
+    @observed(THREAD)
     def update_image(self, /, image_id: str, **arguments: Any) -> str:
         """See :meth:`OracleAgentMemory.update_image`."""
         return self._client.update_image(image_id, **arguments)
 
+    @observed(THREAD)
     def delete_image(self, /, image_id: str) -> int:
         """See :meth:`OracleAgentMemory.delete_image`."""
         return self._client.delete_image(image_id)
