@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from dds import DdsEnvironment
 from gateway_harness import (
     audit_events,
     bearer,
@@ -26,6 +27,7 @@ from gateway_harness import (
     token_for,
     wait_for,
 )
+from gateway_live import live_gateway
 from oam_gateway.app import create_app
 from oam_gateway.auth.verifier import TokenVerifier
 from oam_gateway.middleware import stack
@@ -262,6 +264,31 @@ def test_the_gateway_traces_its_routes_and_names_the_trace_in_the_audit_event(
     events = audit_events(caplog)
     assert sorted(e["trace_id"] for e in events) == sorted(
         f"{s.context.trace_id:032x}" for s in spans)
+
+
+def test_the_sdks_events_are_child_spans_of_the_operation_without_contents(
+        dds: DdsEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK's observability events, turned into spans by its OpenTelemetry listener, nest
+    under the gateway's operation span, and the database calls under the store's span."""
+    traced = Traced()
+    monkeypatch.setattr(stack, "tracer_provider_for", lambda settings: traced.provider)
+    with live_gateway(dds, tmp_path) as gateway, gateway.client("alice") as http:
+        created = http.post("/v1/memories", json={"content": f"likes {SECRET}"})
+        assert created.status_code == 201, created.text
+        wait_for(lambda: any(s.kind == SpanKind.SERVER for s in traced.spans()))
+    spans = traced.spans()
+    by_name = {s.name: s for s in spans}
+    [operation] = [s for s in spans if s.name.startswith("oam ")]
+    client, store = by_name["agent_memory.add_memory"], by_name["memory_store.add"]
+    embed = by_name["embedder.embed"]
+    assert client.parent is not None and client.parent.span_id == operation.context.span_id
+    assert store.parent is not None and store.parent.span_id == client.context.span_id
+    assert embed.parent is not None and embed.parent.span_id == store.context.span_id
+    assert _attributes(store)["oam.operation_kind"] == "create"
+    assert any(s.kind == SpanKind.CLIENT and s.parent is not None
+               and s.parent.span_id == store.context.span_id for s in spans)
+    assert SECRET not in everything_in(spans)
+    assert gateway.owner_rows("memory")[0].content == f"likes {SECRET}"  # control
 
 
 def test_tracing_is_off_by_default_and_the_exporters_come_from_the_settings(

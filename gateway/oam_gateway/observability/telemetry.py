@@ -4,7 +4,11 @@
 :attr:`TelemetrySettings.exporter` is ``"none"``: nothing is traced, nothing costs). Each app
 keeps its own provider (no process-wide provider is set): the request middleware
 (:mod:`oam_gateway.middleware.request_tracing`) makes it the request's *active* provider, which
-:func:`operation_span` and the database spans use.
+:func:`operation_span` and the database spans use. Inside an operation span the SDK's own
+observability events (:mod:`oracleagentmemory.observability`) become its child spans
+(``agent_memory.add_memory``, ``memory_store.add``, ``embedder.embed``...) through the SDK's
+:class:`~oracleagentmemory.observability.otel.OpenTelemetryEventListener`, registered for the
+operation: the SDK emits its events where its operations start, and one listener makes the spans.
 
 Spans carry the stable semantic conventions (``http.request.method``, ``url.path``,
 ``http.route``, ``http.response.status_code``; ``db.system.name``, ``db.query.text``...) and
@@ -38,6 +42,8 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.util.types import Attributes
+from oracleagentmemory.observability import register_event_listeners
+from oracleagentmemory.observability.otel import OpenTelemetryEventListener
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["REDACTED_ATTRIBUTES", "REDACTED_PREFIXES", "SEMCONV_OPT_IN", "TRACER_NAME",
@@ -163,6 +169,8 @@ _active_provider: ContextVar[TracerProvider | None] = ContextVar("oam_tracer_pro
                                                                  default=None)
 _tracers: weakref.WeakKeyDictionary[TracerProvider, dict[str, trace.Tracer]] = (
     weakref.WeakKeyDictionary())
+_sdk_listeners: weakref.WeakKeyDictionary[TracerProvider, OpenTelemetryEventListener] = (
+    weakref.WeakKeyDictionary())
 
 
 def activate(provider: TracerProvider | None) -> Token[TracerProvider | None]:
@@ -192,23 +200,32 @@ def operation_span(operation: str) -> AbstractContextManager[None]:
 
     Its only attribute is ``oam.operation``: never the operation's parameters. A failure sets
     the span's status to error and ``error.type`` to the exception's class, not its message.
-    Outside a traced request it is one shared empty block: nothing is made per request.
+    The SDK calls made inside it are its child spans (the SDK's events, through one
+    :class:`~oracleagentmemory.observability.otel.OpenTelemetryEventListener` per provider).
+    Outside a traced request it is one shared empty block: nothing is made per request, and
+    the SDK, with no listener, builds no event.
     """
+    provider = _active_provider.get()
     tracer = _active_tracer()
-    if tracer is None:
+    if provider is None or tracer is None:
         return _NO_SPAN
-    return _operation_span(tracer, operation)
+    listener = _sdk_listeners.get(provider)
+    if listener is None:
+        listener = _sdk_listeners[provider] = OpenTelemetryEventListener(provider)
+    return _operation_span(tracer, operation, listener)
 
 
 _NO_SPAN: AbstractContextManager[None] = nullcontext()
 
 
 @contextmanager
-def _operation_span(tracer: trace.Tracer, operation: str) -> Iterator[None]:
+def _operation_span(tracer: trace.Tracer, operation: str,
+                    sdk_listener: OpenTelemetryEventListener) -> Iterator[None]:
     with tracer.start_as_current_span(f"oam {operation}", kind=SpanKind.INTERNAL,
                                       attributes={"oam.operation": operation},
                                       record_exception=False,
-                                      set_status_on_exception=False) as span:
+                                      set_status_on_exception=False) as span, \
+            register_event_listeners([sdk_listener]):
         try:
             yield
         except Exception as error:
