@@ -1,8 +1,9 @@
 """How the SDK emits its events: :func:`observed` around API methods, :func:`embed` and
 :func:`generate` around its calls of an embedder and a language model.
 
-With no listener registered each costs one context-variable read before the call it wraps: no
-event, id, clock reading or argument binding is made. With listeners, the arguments are bound
+With no listener registered (or none that receives the events in question) each costs one
+context-variable read before the call it wraps: no event, id, clock reading or argument binding
+is made. With listeners, the arguments are bound
 to the method's signature once per call, summarised without contents, and passed as they are
 only when some listener asked for contents.
 """
@@ -41,7 +42,12 @@ from oracleagentmemory.observability.event import (
     ThreadCompletedEvent,
     ThreadStartedEvent,
 )
-from oracleagentmemory.observability.eventlistener import _listeners, emit_event
+from oracleagentmemory.observability.eventlistener import (
+    EventListener,
+    _listeners,
+    _receives,
+    emit_event,
+)
 
 logger = logging.getLogger("oracleagentmemory.observability")
 
@@ -95,7 +101,10 @@ def observed(component: _Component) -> Callable[[F], F]:
         def wrapper(self: Any, /, *args: Any, **kwargs: Any) -> Any:
             if not _listeners.get():
                 return method(self, *args, **kwargs)
-            wants_contents = any(listener.include_contents for listener in _listeners.get())
+            subscribers = _subscribers(component.started, component.completed)
+            if not subscribers:
+                return method(self, *args, **kwargs)
+            wants_contents = any(listener.include_contents for listener in subscribers)
             try:
                 bound = signature.bind(self, *args, **kwargs)
                 arguments = {key: value for key, value in list(bound.arguments.items())[1:]
@@ -126,9 +135,10 @@ def observed(component: _Component) -> Callable[[F], F]:
 def embed(embedder: IEmbedder, texts: Sequence[str], *,
           is_query: bool = False) -> npt.NDArray[np.float32]:
     """``embedder.embed(texts, is_query=is_query)``, observed."""
-    if not _listeners.get():
+    subscribers = _subscribers(EmbedderStartedEvent, EmbedderCompletedEvent)
+    if not subscribers:
         return embedder.embed(texts, is_query=is_query)
-    wants = _wants_contents()
+    wants = any(listener.include_contents for listener in subscribers)
     model = str(getattr(embedder, "model", None) or type(embedder).__name__)
     items = list(texts) if not isinstance(texts, str) else [texts]
     common = dict(concrete_class=type(embedder).__name__, model=model,
@@ -156,7 +166,7 @@ def embed(embedder: IEmbedder, texts: Sequence[str], *,
 def generate(llm: ILlm, prompt: Prompt, *, response_json_schema: JsonSchema | None = None,
              **kwargs: Any) -> LlmResponse:
     """``llm.generate(prompt, ...)``, observed."""
-    if not _listeners.get():
+    if not _subscribers(LlmGenerationStartedEvent, LlmGenerationCompletedEvent):
         return llm.generate(prompt, response_json_schema=response_json_schema, **kwargs)
     operation = _llm_operation(llm, prompt, response_json_schema, kwargs)
     try:
@@ -172,7 +182,7 @@ async def generate_async(llm: ILlm, prompt: Prompt, *,
                          response_json_schema: JsonSchema | None = None,
                          **kwargs: Any) -> LlmResponse:
     """``await llm.generate_async(prompt, ...)``, observed."""
-    if not _listeners.get():
+    if not _subscribers(LlmGenerationStartedEvent, LlmGenerationCompletedEvent):
         return await llm.generate_async(prompt, response_json_schema=response_json_schema,
                                         **kwargs)
     operation = _llm_operation(llm, prompt, response_json_schema, kwargs)
@@ -188,7 +198,8 @@ async def generate_async(llm: ILlm, prompt: Prompt, *,
 
 def _llm_operation(llm: ILlm, prompt: Prompt, schema: JsonSchema | None,
                    kwargs: dict[str, Any]) -> _Operation:
-    wants = _wants_contents()
+    wants = any(listener.include_contents for listener in _subscribers(
+        LlmGenerationStartedEvent, LlmGenerationCompletedEvent))
     config = {"model": str(getattr(llm, "model", None) or type(llm).__name__),
               "api_type": _name(getattr(llm, "api_type", "unknown"))}
     operation = _Operation(LlmGenerationCompletedEvent, "llm", "generate",
@@ -253,8 +264,14 @@ def _emit(event_type: type[Event], **fields: Any) -> None:
     emit_event(event)
 
 
-def _wants_contents() -> bool:
-    return any(listener.include_contents for listener in _listeners.get())
+def _subscribers(*event_types: type[Event]) -> list[EventListener]:
+    """The registered listeners that receive any of ``event_types`` (none registered: the
+    empty list, after one context-variable read)."""
+    listeners = _listeners.get()
+    if not listeners:
+        return []
+    return [listener for listener in listeners
+            if any(_receives(listener, event_type) for event_type in event_types)]
 
 
 def _name(value: Any) -> str:
