@@ -280,3 +280,20 @@ def test_the_opentelemetry_listener_makes_nested_spans(store: OracleDBMemoryStor
     assert search.attributes is not None
     assert search.attributes["error.type"] == "InvalidArgumentError"
     assert all(SECRET not in str(dict(span.attributes or {})) for span in spans.values())
+
+
+def test_the_readme_example_runs(store: OracleDBMemoryStore,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's Observability block runs as written, with a client in scope."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Observability\n", 1)[1].split("\n## ", 1)[0]
+    [code] = re.findall(r"```python\n(.*?)```", section, re.S)
+    client = OracleAgentMemory(store=store, memory_extraction_config=MemoryExtractionConfig(
+        extract_memories=False))
+    exec(code, {"client": client})  # noqa: S102
+    printed = capsys.readouterr().out.split()
+    assert printed[:3] == ["memory_store.add.completed", "True", "None"]
+    assert float(printed[3]) >= 0
