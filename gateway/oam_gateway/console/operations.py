@@ -13,7 +13,7 @@ typed errors, for the page to show.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -22,29 +22,13 @@ from starlette.responses import Response
 
 from oam_gateway.config.limits import LimitSettings
 from oam_gateway.observability.request_events import event_of
-from oam_gateway.rest.endpoints import Call, Endpoint, RequestRefused, refuse_unstorable_text
+from oam_gateway.rest.endpoints import Endpoint, GivenCall, RequestRefused, refuse_unstorable_text
 from oam_gateway.tenancy.principal import Principal
 from oam_gateway.tenancy.tenants import Tenants
 
-__all__ = ["OperationCall", "PersonOperations"]
+__all__ = ["PersonOperations"]
 
 M = TypeVar("M", bound=BaseModel)
-
-
-@dataclass
-class OperationCall(Call):
-    """A :class:`Call` whose path and query parameters are given by a console page."""
-
-    path_values: Mapping[str, str] = field(default_factory=dict)
-    query_values: Mapping[str, str] = field(default_factory=dict)
-
-    def path(self, name: str) -> str:
-        """The page's value for the path parameter ``name``."""
-        return self.path_values[name]
-
-    def query(self, name: str) -> str | None:
-        """The page's value for the query parameter ``name`` (``None`` when unset)."""
-        return self.query_values.get(name)
 
 
 @dataclass(frozen=True)
@@ -72,7 +56,7 @@ class PersonOperations:
             refuse_unstorable_text(body.model_dump(), "the form")
         if (endpoint.body is None) != (body is None):
             raise RequestRefused(500, "internal-error", "the page sends the wrong body")
-        call = OperationCall(self.request, self.principal, self.tenants[self.principal.tenant],
+        call = GivenCall(self.request, self.principal, self.tenants[self.principal.tenant],
                              self.limits, event_of(self.request), body,
                              path_values=dict(path or {}), query_values=given)
         return await endpoint.handler(call)

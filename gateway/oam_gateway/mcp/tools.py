@@ -1,12 +1,12 @@
 """MCP tool calls as REST operations: the same scope check, handler and end-user context.
 
 An MCP tool names a declared REST operation (:class:`~oam_gateway.rest.endpoints.Endpoint`) and
-runs its handler with a :class:`ToolCall`: the caller is the principal the bearer middleware
-verified for the HTTP request that carried the tool call, path and query parameters come from
-the tool's arguments, and the body is the operation's own pydantic model. The handler's JSON
-answer becomes the tool's structured result; every refusal or SDK error becomes a tool error
-(``isError``) whose structured content is the same RFC 9457 problem document REST answers,
-never a stack trace. The request's audit event names the operation ``mcp.<tool>``.
+runs its handler with a :class:`~oam_gateway.rest.endpoints.GivenCall`: the caller is the principal
+the bearer middleware verified for the HTTP request that carried the tool call, path and query
+parameters come from the tool's arguments, and the body is the operation's own pydantic model. The
+handler's JSON answer becomes the tool's structured result; every refusal or SDK error becomes a
+tool error (``isError``) whose structured content is the same RFC 9457 problem document REST
+answers, never a stack trace. The request's audit event names the operation ``mcp.<tool>``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.mcpserver import Context
@@ -31,8 +31,8 @@ from oam_gateway.errors.sdk_problems import sdk_problem
 from oam_gateway.middleware.bearer import PRINCIPAL_SCOPE_KEY
 from oam_gateway.observability.request_events import event_of
 from oam_gateway.rest.endpoints import (
-    Call,
     Endpoint,
+    GivenCall,
     RequestRefused,
     refuse_unstorable_text,
     validated_body,
@@ -40,29 +40,12 @@ from oam_gateway.rest.endpoints import (
 from oam_gateway.tenancy.principal import Principal
 from oam_gateway.tenancy.tenants import Tenants
 
-__all__ = ["MCP_INSTANCE", "OTEL_CONTEXT_SCOPE_KEY", "ToolCall", "ToolRunner", "tool_error"]
+__all__ = ["MCP_INSTANCE", "OTEL_CONTEXT_SCOPE_KEY", "ToolRunner", "tool_error"]
 
 _log = logging.getLogger(__name__)
 
 OTEL_CONTEXT_SCOPE_KEY = "oam.otel_context"
 """The OpenTelemetry context of the HTTP request (the tool runs in the MCP server's task)."""
-
-
-@dataclass
-class ToolCall(Call):
-    """A :class:`Call` whose path and query parameters are a tool's arguments."""
-
-    path_values: Mapping[str, str] = field(default_factory=dict)
-    query_values: Mapping[str, Any] = field(default_factory=dict)
-
-    def path(self, name: str) -> str:
-        """The tool argument standing for the path parameter ``name``."""
-        return self.path_values[name]
-
-    def query(self, name: str) -> str | None:
-        """The tool argument standing for the query parameter ``name`` (``None`` unset)."""
-        value = self.query_values.get(name)
-        return None if value is None else str(value)
 
 
 @dataclass(frozen=True)
@@ -120,7 +103,7 @@ class ToolRunner:
         parsed: BaseModel | None = None
         if endpoint.body is not None:
             parsed = validated_body(endpoint.body, dict(body))
-        call = ToolCall(request, principal, self.tenants[principal.tenant], self.limits,
+        call = GivenCall(request, principal, self.tenants[principal.tenant], self.limits,
                         event_of(request), parsed, path_values=path, query_values=query)
         return await endpoint.handler(call)
 

@@ -9,7 +9,7 @@ the verified principal, the tenant's runtime, the validated body and query, and
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -30,7 +30,7 @@ from oam_gateway.tenancy.tenant_runtime import Runtime
 from oam_gateway.tenancy.tenants import Tenants
 from oam_gateway.tenancy.unstorable_text import describe, unstorable_character
 
-__all__ = ["JSON_MEDIA_TYPE", "MAX_BODY_DEPTH", "Call", "Endpoint", "QueryParameter",
+__all__ = ["JSON_MEDIA_TYPE", "MAX_BODY_DEPTH", "Call", "Endpoint", "GivenCall", "QueryParameter",
            "RequestRefused", "describe_validation", "json_response", "refuse_unstorable_text",
            "route_handler", "validated_body"]
 
@@ -124,6 +124,24 @@ class Call:
                     OracleMemoryEndUserSecurityContext(context):
                 client = await self.runtime.client()
                 return await self.runtime.run(work, client)
+
+
+@dataclass
+class GivenCall(Call):
+    """A :class:`Call` whose path and query parameters are given by its caller (an MCP tool's
+    arguments, a console page's values) rather than read from the HTTP request."""
+
+    path_values: Mapping[str, str] = field(default_factory=dict)
+    query_values: Mapping[str, Any] = field(default_factory=dict)
+
+    def path(self, name: str) -> str:
+        """The given value of the path parameter ``name``."""
+        return self.path_values[name]
+
+    def query(self, name: str) -> str | None:
+        """The given value of the query parameter ``name`` as text (``None`` when unset)."""
+        value = self.query_values.get(name)
+        return None if value is None else str(value)
 
 
 def json_response(model: BaseModel, status: int = 200) -> Response:
