@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 from dds import AUDIENCE, GROUP, DdsEnvironment
+from dev_authorization import serve_on_socket
 from gateway_live import BOTH_SCOPES, VECTOR_DIM, gateway_settings
 from oam_gateway.app import create_app
 from oam_gateway.config.settings import GatewaySettings
@@ -34,7 +32,6 @@ from oam_gateway.dev.authorization_server.server import CONSOLE_CLIENT_ID, DevAu
 from oracleagentmemory.devissuer import DevIssuer
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
-from starlette.types import ASGIApp
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -63,22 +60,6 @@ class ConsoleGateway(ConsoleAt):
         token = self.issuer.token(user, audience=AUDIENCE, groups=[GROUP], scope=BOTH_SCOPES)
         return httpx.Client(base_url=self.url, timeout=30,
                             headers={"Authorization": f"Bearer {token}"})
-
-
-@contextmanager
-def _served(app: ASGIApp, sock: socket.socket) -> Iterator[None]:
-    server = uvicorn.Server(uvicorn.Config(app, lifespan="on", log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    try:
-        yield
-    finally:
-        server.should_exit = True
-        thread.join(15)
 
 
 @dataclass(frozen=True)
@@ -131,7 +112,7 @@ def console_gateway(dds: DdsEnvironment, directory: Path, *,
                 "issuer": url, "console_client_id": CONSOLE_CLIENT_ID, **overrides})
         server = DevAuthorizationServer(issuer, AUDIENCE, {u: [GROUP] for u in DEMO_USERS})
         app = create_app(settings, extra_routes=authorization_server_routes(server))
-        with _served(app, sock):
+        with serve_on_socket(app, sock):
             yield ConsoleGateway(url, dds, store_id, issuer)
 
 

@@ -82,7 +82,7 @@ class DevGateway:
 
 
 @contextmanager
-def _serve(app: ASGIApp, sock: socket.socket) -> Iterator[None]:
+def serve_on_socket(app: ASGIApp, sock: socket.socket) -> Iterator[None]:
     """Serve ``app`` with uvicorn (lifespan on) in a thread on the bound ``sock``."""
     server = uvicorn.Server(uvicorn.Config(app, lifespan="on", log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -119,7 +119,7 @@ def dev_gateway(dds: DdsEnvironment, tmp_path: Path, **overrides: Any) -> Iterat
                                 identity_provider=provider, **overrides)
     app = create_app(settings, extra_routes=authorization_server_routes(server))
     try:
-        with sock, _serve(app, sock):
+        with sock, serve_on_socket(app, sock):
             yield DevGateway(base, server, dds, store_id, provider)
     finally:
         identities.remove_identity_provider(dds.secadmin_url, provider)

@@ -28,8 +28,9 @@ from urllib.parse import urlsplit
 import coredis
 import httpx
 import pytest
-from console_live import COOKIE, DEMO_USERS, _hidden, _served
+from console_live import COOKIE, DEMO_USERS, _hidden
 from dds import AUDIENCE, GROUP, DdsEnvironment
+from dev_authorization import serve_on_socket
 from gateway_live import VECTOR_DIM, gateway_settings
 from gateway_replicas import gateway_replicas
 from oam_gateway.app import create_app
@@ -69,9 +70,9 @@ def _replicas(dds: DdsEnvironment, directory: Path, **overrides: Any) -> Iterato
         settings = gateway_settings(dds, dds.new_store(vector_dim=VECTOR_DIM), jwks_file,
                                     issuer=a, console_client_id=CONSOLE_CLIENT_ID, **overrides)
         server = DevAuthorizationServer(issuer, AUDIENCE, {u: [GROUP] for u in DEMO_USERS})
-        stack.enter_context(_served(create_app(
+        stack.enter_context(serve_on_socket(create_app(
             settings, extra_routes=authorization_server_routes(server)), socks[0]))
-        stack.enter_context(_served(create_app(settings), socks[1]))
+        stack.enter_context(serve_on_socket(create_app(settings), socks[1]))
         yield Replicas(a, b, urlsplit(a).netloc)
 
 
