@@ -24,8 +24,6 @@ import pytest
 from conftest import new_store_id
 from oracleagentmemory.apis import ScopedRecord
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy, SearchStrategy
-from oracleagentmemory.core._search import base_plan, check_search_arguments
-from oracleagentmemory.engines.postgres import search as pg_search
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
@@ -202,58 +200,6 @@ def test_returned_distances_are_the_cosine_distances(corpus: Corpus, queries: Ma
     expected = cosine_distances(corpus.vectors[rows], query)
     assert [d for _, d in results] == pytest.approx(expected.tolist(), abs=1e-5)
     assert [d for _, d in results] == sorted(d for _, d in results)
-
-
-def explain(corpus: Corpus, query: Matrix, k: int, seq_scans: bool = True, **filters: Any) -> str:
-    """The plan of the store's own first-round vector statement for this search
-    (``seq_scans=False``: sequential scans priced out, as on partitions too big to read whole)."""
-    arguments = check_search_arguments(
-        SearchStrategy.VECTOR, DIM, query=None, k=k, query_vector=query, thread_id=None,
-        user_id=filters.get("user_id"), agent_id=None,
-        exact_user_match=filters.get("exact_user_match", False), exact_agent_match=False,
-        exact_thread_match=False, record_types={"memory"},
-        metadata_filter=filters.get("metadata_filter"), include_invalid_results=True,
-        num_hops=0, max_linked_results=100,
-    )
-    plan = base_plan(arguments, "vector")
-    plan.vector = arguments.query_vector
-    budget = max(k * 4, 40)  # the first round's candidate window in run_search
-    params: list[Any] = []
-    statement = pg_search._limited(
-        pg_search._vector_arms(corpus.store._names, plan, budget, False, params), budget)
-    with psycopg.connect(corpus.url) as conn:
-        register_vector(conn)
-        pg_search._configure(conn, budget)
-        if not seq_scans:
-            conn.execute("SET LOCAL enable_seqscan = off")
-        rows = conn.execute(sql.SQL("EXPLAIN ") + statement, params).fetchall()
-        conn.rollback()
-    return "\n".join(r[0] for r in rows)
-
-
-def test_unfiltered_search_plan_reads_each_partition_by_its_hnsw_index(
-        corpus: Corpus, queries: Matrix) -> None:
-    # Schema version 9 splits the chunks into hash partitions by owner, each with its own HNSW
-    # index. A search with no owner reads every partition; on this corpus's small partitions the
-    # planner rightly reads them whole (exact, and cheaper), so the check prices sequential scans
-    # out, as partitions of a large store do: every partition is then read in distance order
-    # through its own HNSW index, and merged.
-    plan = explain(corpus, queries[0], 10, seq_scans=False)
-    partitions = partition_names(corpus)
-    assert len(partitions) == 16
-    assert "Merge Append" in plan
-    assert "Seq Scan" not in plan.split("Hash")[0]
-    for partition in partitions:
-        assert f"Index Scan using {partition}_embedding_idx" in plan
-
-
-def partition_names(corpus: Corpus) -> list[str]:
-    with psycopg.connect(corpus.url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-            "JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = %s ORDER BY 1",
-            [corpus.store._names.table("record_chunks")]).fetchall()
-    return [r[0] for r in rows]
 
 
 def test_unfiltered_searches_find_the_exact_top_10(corpus: Corpus, queries: Matrix) -> None:
