@@ -195,7 +195,8 @@ def test_the_readme_mcp_client_runs_as_written(gateway: LiveGateway,
                                                monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     code = readme_client()
-    assert "create_mcp_http_client(headers=" in code and "http_client=" in code
+    assert "httpx.AsyncClient(headers=" in code and "http_client=" in code
+    assert "._" not in code, "the README's client uses no private module or name"
     assert code.count(README_URL) == 1
     monkeypatch.setenv("ALICE_TOKEN", gateway.token("alice"))
     capsys.readouterr()
