@@ -27,11 +27,18 @@ from oracleagentmemory.apis.records import (
     RecordType,
     ScopedRecord,
     ThreadRecord,
+    ThreadRecordType,
     ThreadSummaryRecord,
     UserProfileRecord,
     build_record,
 )
-from oracleagentmemory.apis.relations import MemoryLink, MemoryLinkType, RecordRelation
+from oracleagentmemory.apis.relations import (
+    MemoryLink,
+    MemoryLinkOppositeType,
+    MemoryLinkType,
+    RecordRelation,
+    RelationType,
+)
 from oracleagentmemory.apis.reranker import IReranker, RerankResponse, RerankResponseResult
 from oracleagentmemory.apis.scope import Scope, SearchScope
 from oracleagentmemory.apis.searchconfig import ISearchConfig
@@ -59,6 +66,7 @@ __all__ = [
     "ImageRecord",
     "LlmResponse",
     "MemoryLink",
+    "MemoryLinkOppositeType",
     "MemoryLinkType",
     "MemoryRecord",
     "MemoryRecordType",
@@ -72,6 +80,7 @@ __all__ = [
     "RecordRelation",
     "RecordStatus",
     "RecordType",
+    "RelationType",
     "RerankResponse",
     "RerankResponseResult",
     "Scope",
@@ -82,6 +91,7 @@ __all__ = [
     "Summary",
     "TextContent",
     "ThreadRecord",
+    "ThreadRecordType",
     "ThreadSummaryRecord",
     "TimeToLiveAnchor",
     "UserProfileRecord",

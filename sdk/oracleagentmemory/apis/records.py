@@ -24,6 +24,8 @@ MetadataValue = dict[str, Any] | None
 
 MemoryRecordType = Literal["memory", "guideline", "fact", "preference"]
 """The memory-like record types."""
+ThreadRecordType = Literal["message", "memory", "guideline", "fact", "preference"]
+"""The record types a thread holds: its messages and the memory-like records extracted in it."""
 RecordType = Literal["thread", "message", "thread_summary", "memory", "guideline", "fact",
                      "preference", "user_profile", "agent_profile", "image"]
 """Every record type a store holds."""

@@ -47,6 +47,16 @@ class RecordRelation:
 MemoryLinkType = Literal["supersedes", "contradicts", "refines", "supports", "duplicates"]
 """The built-in relation types between memories."""
 
+MemoryLinkOppositeType = Literal["is_superseded_by", "contradicts", "is_refined_by",
+                                 "is_supported_by", "duplicates"]
+"""The reverse labels of the built-in relation types, read from the target's side."""
+
+RelationType = str
+"""A relation's type: a :data:`MemoryLinkType`, its opposite, or any label of the caller's."""
+
+memory_link_type_opposite_mapping: dict[str, str] = dict(MEMORY_LINK_OPPOSITES)
+"""Each built-in relation type's reverse label (a copy: changing it changes no link)."""
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryLink(RecordRelation):
