@@ -33,6 +33,9 @@ RecordType = Literal["thread", "message", "thread_summary", "memory", "guideline
 MEMORY_TYPES: frozenset[str] = frozenset({"memory", "fact", "guideline", "preference"})
 """Record types stored in the memory table (memory-like records)."""
 
+DOCUMENT_TYPES: frozenset[str] = frozenset({"image"})
+"""Record types stored in the document table."""
+
 PROFILE_TYPES: frozenset[str] = frozenset({"user_profile", "agent_profile"})
 """Actor profile record types (unscoped; the actor id is the record id)."""
 

@@ -1,5 +1,12 @@
 """Core implementations: the DB-backed store, schema policies, search and retention settings."""
 
+from oracleagentmemory.apis.relations import (
+    MemoryLink,
+    MemoryLinkOppositeType,
+    MemoryLinkType,
+    RecordRelation,
+    RelationType,
+)
 from oracleagentmemory.apis.searchresult import SearchResultFormatConfig
 from oracleagentmemory.core.contextcard import OracleContextCard, OracleSummary
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
@@ -38,7 +45,10 @@ __all__ = [
     "MemoryExtractionConfig",
     "MemoryExtractionImageContext",
     "MemoryExtractionMode",
+    "MemoryLink",
     "MemoryLinkExtractionMode",
+    "MemoryLinkOppositeType",
+    "MemoryLinkType",
     "MemoryRetentionConfig",
     "MemorySearchConfig",
     "MemoryStoreSchemaError",
@@ -52,6 +62,8 @@ __all__ = [
     "OracleThread",
     "PruningEvaluationMode",
     "PruningMemorySearchConfig",
+    "RecordRelation",
+    "RelationType",
     "Reranker",
     "SchemaPolicy",
     "SearchIndexSyncMode",

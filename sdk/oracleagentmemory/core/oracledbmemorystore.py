@@ -14,7 +14,7 @@ from oracleagentmemory.core._store_open import open_store
 from oracleagentmemory.core._store_reads import StoreReads
 from oracleagentmemory.core._store_relations import StoreRelations
 from oracleagentmemory.core._store_search import StoreSearch
-from oracleagentmemory.core._store_writes import StoreWrites
+from oracleagentmemory.core._store_writes import DEFAULT_BATCH_SIZE, StoreWrites
 from oracleagentmemory.core._writeplan import Chunker, WriteSettings
 from oracleagentmemory.core.chunking import DEFAULT_CHUNKER
 from oracleagentmemory.core.dbschemapolicy import SchemaPolicy
@@ -184,4 +184,5 @@ _ATOMIC: contextvars.ContextVar[tuple[OracleDBMemoryStore, EngineSession, Any] |
     contextvars.ContextVar("oracleagentmemory_atomic_session", default=None))
 
 
-__all__ = ["MemoryStoreSchemaError", "OracleDBMemoryStore", "RECORD_TYPES", "UNSET"]
+__all__ = ["DEFAULT_BATCH_SIZE", "MemoryStoreSchemaError", "OracleDBMemoryStore", "RECORD_TYPES",
+           "UNSET"]
