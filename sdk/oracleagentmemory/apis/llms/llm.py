@@ -5,10 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
+from typing import Any, TypeAlias, TypedDict
 
-if TYPE_CHECKING:
-    from oracleagentmemory.apis.message import Message
+from oracleagentmemory.apis.message import Message
 
 JsonSchema: TypeAlias = dict[str, Any]
 """A JSON Schema (draft 2020-12 subset the model service accepts), as a dict."""
@@ -28,10 +27,10 @@ class ChatMessageTypedDictT(TypedDict):
     content: str | list[Mapping[str, Any]] | None
 
 
-ChatMessages: TypeAlias = "Sequence[Message | ChatMessageMappingT]"
+ChatMessages: TypeAlias = Sequence[Message | ChatMessageMappingT]
 """A conversation: :class:`~oracleagentmemory.apis.message.Message` objects or mappings."""
 
-Prompt: TypeAlias = "str | ChatMessages | ChatMessageTypedDictT"
+Prompt: TypeAlias = str | ChatMessages | ChatMessageTypedDictT
 """What :meth:`ILlm.generate` accepts: a text (one user message), a conversation, or one message."""
 
 
