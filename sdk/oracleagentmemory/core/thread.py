@@ -403,17 +403,40 @@ class OracleThread(ThreadContext, IThread):
 
     # --- memories and links in the thread's scope -----------------------------------------
     @observed(THREAD)
-    def add_memory(self, /, content: str, **arguments: Any) -> str:
-        """Add a memory scoped to this thread, its user and its agent unless told otherwise."""
-        for name, value in (("user_id", self._user_id), ("agent_id", self._agent_id),
-                            ("thread_id", self._thread_id)):
-            arguments.setdefault(name, value)
-        return self._client.add_memory(content, **arguments)
+    def add_memory(self, /, content: str, *, memory_type: Any = NOT_SET_MARKER,
+                   user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
+                   thread_id: Any = NOT_SET_MARKER, memory_id: Any = NOT_SET_MARKER,
+                   metadata: Any = NOT_SET_MARKER, timestamp: Any = NOT_SET_MARKER,
+                   ttl_days: Any = NOT_SET_MARKER, ttl_anchor: Any = NOT_SET_MARKER,
+                   status: Any = NOT_SET_MARKER, autonomous_linking: Any = NOT_SET_MARKER,
+                   memory_id_to_link: Any = NOT_SET_MARKER, link_type: Any = NOT_SET_MARKER,
+                   link_id: Any = NOT_SET_MARKER, link_timestamp: Any = NOT_SET_MARKER,
+                   link_metadata: Any = NOT_SET_MARKER, **store_kwargs: Any) -> str:
+        """Add a memory scoped to this thread, its user and its agent unless told otherwise
+        (see :meth:`OracleAgentMemory.add_memory`)."""
+        return self._client.add_memory(
+            content, memory_type=memory_type, user_id=self._own(user_id, self._user_id),
+            agent_id=self._own(agent_id, self._agent_id),
+            thread_id=self._own(thread_id, self._thread_id), memory_id=memory_id,
+            metadata=metadata, timestamp=timestamp, ttl_days=ttl_days, ttl_anchor=ttl_anchor,
+            status=status, autonomous_linking=autonomous_linking,
+            memory_id_to_link=memory_id_to_link, link_type=link_type, link_id=link_id,
+            link_timestamp=link_timestamp, link_metadata=link_metadata, **store_kwargs)
+
+    @staticmethod
+    def _own(given: Any, default: str | None) -> Any:
+        """``given``, or the thread's own ``default`` when it was omitted."""
+        return default if given is NOT_SET_MARKER else given
 
     @observed(THREAD)
-    def update_memory(self, /, memory_id: str, **arguments: Any) -> str:
+    def update_memory(self, /, memory_id: str, content: Any = NOT_SET_MARKER,
+                      metadata: Any = NOT_SET_MARKER, timestamp: Any = NOT_SET_MARKER,
+                      ttl_days: Any = NOT_SET_MARKER, ttl_anchor: Any = NOT_SET_MARKER,
+                      status: Any = NOT_SET_MARKER, **kwargs: Any) -> str:
         """See :meth:`OracleAgentMemory.update_memory`."""
-        return self._client.update_memory(memory_id, **arguments)
+        return self._client.update_memory(memory_id, content=content, metadata=metadata,
+                                          timestamp=timestamp, ttl_days=ttl_days,
+                                          ttl_anchor=ttl_anchor, status=status, **kwargs)
 
     @observed(THREAD)
     def delete_memory(self, /, memory_id: str) -> int:
@@ -421,29 +444,57 @@ class OracleThread(ThreadContext, IThread):
         return self._client.delete_memory(memory_id)
 
     @observed(THREAD)
-    def link_records(self, /, *args: Any, **kwargs: Any) -> str:
+    def link_records(self, /, source_record_id: str, source_record_type: str,
+                     target_record_id: str, target_record_type: str, relation_type: str,
+                     opposite_relation_type: Any = NOT_SET_MARKER,
+                     relation_id: Any = NOT_SET_MARKER, timestamp: Any = NOT_SET_MARKER,
+                     metadata: Any = NOT_SET_MARKER) -> str:
         """See :meth:`OracleAgentMemory.link_records`."""
-        return self._client.link_records(*args, **kwargs)
+        return self._client.link_records(
+            source_record_id, source_record_type, target_record_id, target_record_type,
+            relation_type, opposite_relation_type=opposite_relation_type,
+            relation_id=relation_id, timestamp=timestamp, metadata=metadata)
 
     @observed(THREAD)
-    def update_record_link(self, /, relation_id: str, **kwargs: Any) -> int:
+    def update_record_link(self, /, relation_id: str, relation_type: Any = NOT_SET_MARKER,
+                           opposite_relation_type: Any = NOT_SET_MARKER,
+                           timestamp: Any = NOT_SET_MARKER,
+                           metadata: Any = NOT_SET_MARKER) -> int:
         """See :meth:`OracleAgentMemory.update_record_link`."""
-        return self._client.update_record_link(relation_id, **kwargs)
+        return self._client.update_record_link(
+            relation_id, relation_type=relation_type,
+            opposite_relation_type=opposite_relation_type, timestamp=timestamp,
+            metadata=metadata)
 
     @observed(THREAD)
-    def delete_record_link(self, /, **kwargs: Any) -> int:
+    def delete_record_link(self, /, source_record_id: Any = NOT_SET_MARKER,
+                           source_record_type: Any = NOT_SET_MARKER,
+                           target_record_id: Any = NOT_SET_MARKER,
+                           target_record_type: Any = NOT_SET_MARKER,
+                           relation_type: Any = NOT_SET_MARKER,
+                           relation_id: Any = NOT_SET_MARKER) -> int:
         """See :meth:`OracleAgentMemory.delete_record_link`."""
-        return self._client.delete_record_link(**kwargs)
+        return self._client.delete_record_link(
+            source_record_id=source_record_id, source_record_type=source_record_type,
+            target_record_id=target_record_id, target_record_type=target_record_type,
+            relation_type=relation_type, relation_id=relation_id)
 
     # --- images in the thread's scope --------------------------------------------------------
     @observed(THREAD)
-    def add_image(self, /, image: bytes, **arguments: Any) -> str:
+    def add_image(self, /, image: bytes, description: Any = NOT_SET_MARKER,
+                  mime_type: Any = NOT_SET_MARKER, image_id: Any = NOT_SET_MARKER,
+                  user_id: Any = NOT_SET_MARKER, agent_id: Any = NOT_SET_MARKER,
+                  thread_id: Any = NOT_SET_MARKER, metadata: Any = NOT_SET_MARKER,
+                  timestamp: Any = NOT_SET_MARKER, ttl_days: Any = NOT_SET_MARKER,
+                  ttl_anchor: Any = NOT_SET_MARKER, **store_kwargs: Any) -> str:
         """Store an image scoped to this thread, its user and its agent unless told otherwise
         (see :meth:`OracleAgentMemory.add_image`)."""
-        for name, value in (("user_id", self._user_id), ("agent_id", self._agent_id),
-                            ("thread_id", self._thread_id)):
-            arguments.setdefault(name, value)
-        return self._client.add_image(image, **arguments)
+        return self._client.add_image(
+            image, description=description, mime_type=mime_type, image_id=image_id,
+            user_id=self._own(user_id, self._user_id),
+            agent_id=self._own(agent_id, self._agent_id),
+            thread_id=self._own(thread_id, self._thread_id), metadata=metadata,
+            timestamp=timestamp, ttl_days=ttl_days, ttl_anchor=ttl_anchor, **store_kwargs)
 
     @observed(THREAD)
     def list_images(self, /, image_id: Any = NOT_SET_MARKER,
@@ -455,9 +506,16 @@ class OracleThread(ThreadContext, IThread):
                                         include_bytes=include_bytes, limit=limit)
 
     @observed(THREAD)
-    def update_image(self, /, image_id: str, **arguments: Any) -> str:
+    def update_image(self, /, image_id: str, image: Any = NOT_SET_MARKER,
+                     description: Any = NOT_SET_MARKER, mime_type: Any = NOT_SET_MARKER,
+                     metadata: Any = NOT_SET_MARKER, timestamp: Any = NOT_SET_MARKER,
+                     ttl_days: Any = NOT_SET_MARKER, ttl_anchor: Any = NOT_SET_MARKER,
+                     **kwargs: Any) -> str:
         """See :meth:`OracleAgentMemory.update_image`."""
-        return self._client.update_image(image_id, **arguments)
+        return self._client.update_image(image_id, image=image, description=description,
+                                         mime_type=mime_type, metadata=metadata,
+                                         timestamp=timestamp, ttl_days=ttl_days,
+                                         ttl_anchor=ttl_anchor, **kwargs)
 
     @observed(THREAD)
     def delete_image(self, /, image_id: str) -> int:
