@@ -147,7 +147,7 @@ def test_the_size_limit_is_the_sdk_maximum(store: OracleDBMemoryStore) -> None:
     assert check_image_bytes(data, "image/png", "x", "y", max_bytes=len(data)) == data
     with pytest.raises(InvalidArgumentError, match="more than the limit"):
         check_image_bytes(data, "image/png", "x", "y", max_bytes=len(data) - 1)
-    assert STORE_MAX_IMAGE_BYTES == 20 * 1024 * 1024
+    assert STORE_MAX_IMAGE_BYTES == 32 * 1024 * 1024
     padded = data + b"\x00" * (STORE_MAX_IMAGE_BYTES - len(data) + 1)  # data after IEND
     with pytest.raises(InvalidArgumentError, match=r"contents\[0\].*more than the limit"):
         add_image(store, padded)

@@ -17,12 +17,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from oracleagentmemory.apis.message import ImageContent, ImageMimeType
-from oracleagentmemory.core.imageinputlimitconfig import MAX_RAW_IMAGE_BYTES
+from oracleagentmemory.core.imageinputlimitconfig import MAX_RAW_IMAGE_BYTES_ABSOLUTE
 from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
 
 IMAGE_MIME_TYPE_KEY = "image_mime_type"
 """The metadata key an image write declares its format with (never stored in metadata)."""
-STORE_MAX_IMAGE_BYTES = MAX_RAW_IMAGE_BYTES
+STORE_MAX_IMAGE_BYTES = MAX_RAW_IMAGE_BYTES_ABSOLUTE
 """Largest image the store accepts: the SDK maximum of ``ImageInputLimitConfig``."""
 SUPPORTED_MIME_TYPES: tuple[str, ...] = tuple(m.value for m in ImageMimeType)
 
