@@ -39,3 +39,18 @@ Vector: TypeAlias = list[float] | npt.NDArray[np.floating[Any]]
 
 Embedding: TypeAlias = Vector | list[Vector]
 """A record's vector, or one vector per caller-owned chunk."""
+
+EmbeddingVectorInput: TypeAlias = Vector
+"""One embedding vector (the vendor's name of :data:`Vector`)."""
+RecordContentInput: TypeAlias = RecordContent
+"""One record payload (the vendor's name of :data:`RecordContent`)."""
+PerRecordIndexTextInput: TypeAlias = str | list[str]
+"""Retrieval text given for one record: a str the store may chunk, or caller-owned chunks."""
+PerRecordEmbeddingsInput: TypeAlias = Embedding
+"""A record's vector or vectors (the vendor's name of :data:`Embedding`)."""
+PerBatchRecordContentsInput: TypeAlias = RecordContents
+"""The payloads of a batch (the vendor's name of :data:`RecordContents`)."""
+PerBatchIndexTextsInput: TypeAlias = list[IndexText]
+"""The retrieval texts of a batch, one per record."""
+PerBatchEmbeddingsInput: TypeAlias = list[Embedding]
+"""The vectors of a batch, one entry per record."""

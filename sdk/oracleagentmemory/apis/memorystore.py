@@ -11,12 +11,19 @@ from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.asynctwin import AsyncTwin
 from oracleagentmemory.apis.inputs import (
     Embedding,
+    EmbeddingVectorInput,
     IndexText,
     MetadataFilter,
     MetadataValue,
     Omittable,
     OneOrEach,
+    PerBatchEmbeddingsInput,
+    PerBatchIndexTextsInput,
+    PerBatchRecordContentsInput,
+    PerRecordEmbeddingsInput,
+    PerRecordIndexTextInput,
     RecordContent,
+    RecordContentInput,
     RecordContents,
     Vector,
 )
@@ -24,6 +31,19 @@ from oracleagentmemory.apis.keyset import OlderThan
 from oracleagentmemory.apis.records import MessageRecord, Record, RecordStatus
 from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
+
+__all__ = [
+    "MAX_LIST_LIMIT",
+    "EmbeddingVectorInput",
+    "IMemoryStore",
+    "PendingRecordBatch",
+    "PerBatchEmbeddingsInput",
+    "PerBatchIndexTextsInput",
+    "PerBatchRecordContentsInput",
+    "PerRecordEmbeddingsInput",
+    "PerRecordIndexTextInput",
+    "RecordContentInput",
+]
 
 MAX_LIST_LIMIT = 10000
 """Default cap of ``list`` and ``list_relations`` when ``limit`` is omitted."""

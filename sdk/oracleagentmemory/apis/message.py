@@ -7,8 +7,11 @@ from abc import ABC
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, TypeAlias
 from uuid import uuid4
+
+JsonSchema: TypeAlias = dict[str, Any]
+"""A JSON Schema (draft 2020-12 subset the model service accepts), as a dict."""
 
 
 class ImageMimeType(str, Enum):

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypedDict
 
-from oracleagentmemory.apis.message import Message
+from oracleagentmemory.apis.message import JsonSchema, Message
 
-JsonSchema: TypeAlias = dict[str, Any]
-"""A JSON Schema (draft 2020-12 subset the model service accepts), as a dict."""
+__all__ = ["ChatMessageMappingT", "ChatMessageTypedDictT", "ChatMessages", "ILlm", "JsonSchema",
+           "LlmResponse", "Prompt"]
 
 ChatMessageMappingT: TypeAlias = Mapping[str, str | Sequence[Mapping[str, Any]]]
 """A chat message as a mapping: ``{"role": "user", "content": "..." | [parts...]}``.
