@@ -52,6 +52,10 @@ def scenarios() -> dict[str, list[str]]:
         "single": [embedding.single_embedding_sql("doc_model")],
         "batch": [embedding.batch_embedding_sql("doc_model"),
                   embedding.batch_embedding_sql("models.doc_model")],
+        "input_name": [embedding.single_embedding_sql("doc_model", "text"),
+                       embedding.batch_embedding_sql("doc_model", "text")],
+        "provider": [embedding.single_provider_embedding_sql(),
+                     embedding.batch_provider_embedding_sql()],
         "load_onnx_model": [embedding.load_onnx_model("dm_dump", "all_MiniLM_L12_v2.onnx",
                                                       "doc_model").sql],
     }
@@ -68,7 +72,7 @@ def test_statements_match_the_reviewed_golden_file(name: str) -> None:
 # --- grammar ---------------------------------------------------------------------------------
 IDENT = r'"[A-Z][A-Z0-9_$#]{0,127}"'
 CALL = re.compile(rf"VECTOR_EMBEDDING\((?P<model>(?:{IDENT}\.)?{IDENT}) USING "
-                  r"(?P<expr>:text|j\.txt) AS data\)")
+                  r"(?P<expr>:text|j\.txt) AS (?P<input>[A-Z][A-Z0-9_$#]{0,127})\)")
 LOAD = re.compile(r"BEGIN DBMS_VECTOR\.LOAD_ONNX_MODEL\(directory => :directory, file_name => "
                   r":file_name, model_name => :model_name, metadata => JSON\(:metadata\)\); END;")
 
@@ -93,6 +97,16 @@ def test_the_queries_parse_and_keep_the_texts_order() -> None:
         "ORDER BY j.n"
 
 
+def test_the_provider_queries_parse_and_bind_their_parameters() -> None:
+    for sql in (embedding.single_provider_embedding_sql(),
+                embedding.batch_provider_embedding_sql()):
+        tree = sqlglot.parse_one(sql, read="oracle")
+        assert isinstance(tree, exp.Select), sql
+        assert "DBMS_VECTOR_CHAIN.UTL_TO_EMBEDDING(" in sql and "JSON(:params)" in sql
+    batch = sqlglot.parse_one(embedding.batch_provider_embedding_sql(), read="oracle")
+    assert batch.args["order"].sql("oracle") == "ORDER BY j.n"
+
+
 def test_sqlglot_still_cannot_parse_the_model_call() -> None:
     """If a sqlglot upgrade learns ``USING ... AS data``, parse it instead of a pattern."""
     with pytest.raises(sqlglot.errors.ParseError):
@@ -103,7 +117,7 @@ def test_positive_control_the_patterns_are_strict() -> None:
     good = embedding.single_embedding_sql("doc_model")
     assert CALL.search(good)
     for bad in (good.replace('"DOC_MODEL"', "DOC_MODEL"), good.replace(":text", "'x'"),
-                good.replace("AS data", "AS info")):
+                good.replace("AS DATA", 'AS "DATA"'), good.replace("AS DATA", "AS data")):
         assert not CALL.search(bad), bad
     assert LOAD.fullmatch(embedding.load_onnx_model("d", "m.onnx", "m").sql)
 
@@ -203,7 +217,7 @@ def test_the_embedder_takes_an_oracle_pool(unreachable_pool: oracledb.Connection
 def test_the_engine_validates_the_model_name(unreachable_pool: oracledb.ConnectionPool) -> None:
     with pytest.raises(InvalidArgumentError):
         OracleDBEmbedder(connection=unreachable_pool, model="doc-model", embedding_dimension=8)
-    named = OracleDBEmbedder(unreachable_pool, "models.doc_model", 8, max_input_tokens=256)
+    named = OracleDBEmbedder(unreachable_pool, "models.doc_model", "DATA", 8, 256)
     assert named.model == "MODELS.DOC_MODEL" and named.max_input_tokens == 256
 
 

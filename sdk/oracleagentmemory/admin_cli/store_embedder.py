@@ -100,7 +100,7 @@ def store_source(url: str, model: str | None, dimension: int | None) -> Iterator
     assert dimension is not None
     pool = _open_pool(url)
     try:
-        yield StoreSource(pool, OracleDBEmbedder(pool, model, dimension))
+        yield StoreSource(pool, OracleDBEmbedder(pool, model, embedding_dimension=dimension))
     finally:
         # a failure closing the pool must not hide the command's own result or error
         with suppress(oracledb.Error):
