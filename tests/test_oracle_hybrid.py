@@ -358,3 +358,37 @@ def test_vector_and_keyword_stores_keep_the_context_index() -> None:
         assert not any("HYBRID" in s for s in statements)
     hybrid_store = ddl.create_store(objects(), options())
     assert not any("CTXSYS.CONTEXT" in s or "HYBRID" in s for s in hybrid_store)
+
+
+def test_the_preference_embeds_as_the_store_embedder_does() -> None:
+    """The vectorizer preference carries the embedder's input name, or the provider the database
+    calls for it (``OracleDBEmbedder.get_vectorizer_config_json``)."""
+    def vectorizer(config: dict[str, Any] | None, model: str | None = "doc_model"
+                   ) -> dict[str, Any]:
+        given = options(model=model)
+        given.in_database_vectorizer = config
+        return hybrid.require_vectorizer(given)
+
+    assert vectorizer(None) == {"model": "DOC_MODEL"}
+    assert vectorizer({"model": "DOC_MODEL", "input_name": "text"}) == {
+        "model": "DOC_MODEL", "input_name": "TEXT"}
+    spec = {"url": "https://e.example/v1", "provider": "openai", "model": "text-embedding-3-small"}
+    remote = vectorizer({"embedder_spec": spec}, model="text-embedding-3-small")
+    assert remote == {"embedder_spec": spec}
+    preference = hybrid.create_preference(objects(), remote)
+    assert PREFERENCE_BLOCK.fullmatch(preference.sql)
+    assert json.loads(preference.binds["params"]) == {
+        "embedder_spec": spec, "vector_idxtype": "HNSW", "distance": "COSINE", "accuracy": 95}
+    with pytest.raises(InvalidArgumentError):
+        vectorizer({"model": "DOC_MODEL", "input_name": "a b"})
+    with pytest.raises(InvalidArgumentTypeError, match="OracleDBEmbedder"):
+        vectorizer(None, model=None)
+
+
+def test_the_core_hands_the_embedders_vectorizer_to_the_engine() -> None:
+    request = SchemaRequest(vector_dim=384, vector_dim_given=True, search_mode="hybrid",
+                            search_index_sync="on_commit", retention=None, latest_version=1,
+                            max_indexed_vector_dim=65535, in_database_model="DOC_MODEL",
+                            in_database_vectorizer={"model": "DOC_MODEL", "input_name": "TEXT"})
+    assert _options(request, None).in_database_vectorizer == {
+        "model": "DOC_MODEL", "input_name": "TEXT"}

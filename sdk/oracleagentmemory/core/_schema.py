@@ -41,6 +41,8 @@ class SchemaRequest:
     """The engine's vector index limit (:class:`EngineCapabilities`)."""
     in_database_model: str | None = None
     """``OracleDBEmbedder.model`` of the store's embedder (``None``: another embedder)."""
+    in_database_vectorizer: dict[str, Any] | None = None
+    """That embedder's vectorizer preference, parsed (``None``: another embedder)."""
 
 
 def open_schema(engine: Engine, names: StoreNames, policy: SchemaPolicy, security: Any,
@@ -127,6 +129,7 @@ def _options(request: SchemaRequest, registry: RegistryRow | None) -> SchemaOpti
         default_ttl_days=default,
         max_ttl_days=maximum,
         in_database_model=request.in_database_model,
+        in_database_vectorizer=request.in_database_vectorizer,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -156,6 +157,8 @@ def open_store(
                 latest_version=capabilities.latest_schema_version,
                 max_indexed_vector_dim=capabilities.max_indexed_vector_dim,
                 in_database_model=embedder.model
+                if isinstance(embedder, OracleDBEmbedder) else None,
+                in_database_vectorizer=json.loads(embedder.get_vectorizer_config_json())
                 if isinstance(embedder, OracleDBEmbedder) else None,
             ),
         )

@@ -164,6 +164,9 @@ class SchemaOptions:
     in_database_model: str | None = None
     """The in-database model of the store's embedder (``OracleDBEmbedder.model``), ``None``
     when the embedder is another one; a hybrid index that embeds in the database needs it."""
+    in_database_vectorizer: dict[str, Any] | None = None
+    """That embedder's vectorizer preference (``OracleDBEmbedder.get_vectorizer_config_json``):
+    ``{"model", "input_name"?}`` or, for a provider the database calls, ``{"embedder_spec"}``."""
 
 
 @dataclass

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from oracleagentmemory.engines.interfaces import (
@@ -128,14 +128,30 @@ def require_in_database_model(options: SchemaOptions) -> str:
     return model_name(options.in_database_model)
 
 
-def vectorizer_params(model: str) -> dict[str, Any]:
-    """The vectorizer preference: the in-database model, an HNSW vector part with cosine
-    distance at the target accuracy of the store's own HNSW index."""
-    return {"model": model_name(model), "vector_idxtype": "HNSW", "distance": "COSINE",
+def require_vectorizer(options: SchemaOptions) -> dict[str, Any]:
+    """The embedding part of a hybrid store's vectorizer preference: its embedder's in-database
+    model (with the model's input name unless it is ``DATA``), or the provider the database
+    calls for that embedder (``embedder_spec``); refused without an ``OracleDBEmbedder``
+    (:func:`require_in_database_model`)."""
+    given = options.in_database_vectorizer or {}
+    if isinstance(given.get("embedder_spec"), dict):
+        return {"embedder_spec": dict(given["embedder_spec"])}
+    embedding: dict[str, Any] = {"model": require_in_database_model(options)}
+    if given.get("input_name") is not None:
+        embedding["input_name"] = normalise(given["input_name"], what="input_name")
+    return embedding
+
+
+def vectorizer_params(model: str | Mapping[str, Any]) -> dict[str, Any]:
+    """The vectorizer preference: the in-database ``model`` (or the embedding part of
+    :func:`require_vectorizer`), an HNSW vector part with cosine distance at the target accuracy
+    of the store's own HNSW index."""
+    embedding = {"model": model_name(model)} if isinstance(model, str) else dict(model)
+    return {**embedding, "vector_idxtype": "HNSW", "distance": "COSINE",
             "accuracy": HNSW_TARGET_ACCURACY}
 
 
-def create_preference(o: OracleObjects, model: str) -> Statement:
+def create_preference(o: OracleObjects, model: str | Mapping[str, Any]) -> Statement:
     """(Re)create the store's vectorizer preference for ``model``, run by the owner before the
     hybrid index is created (the index copies the preference's settings when it is built, so a
     preference left by an earlier store is replaced, never reused with another model)."""

@@ -7,6 +7,7 @@ Oracle database (none is reachable where it was written): see ``deploy/oracle/RE
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import oracledb
@@ -95,7 +96,7 @@ def apply_schema_version(conn: oracledb.Connection, o: OracleObjects, version: i
             f"the Oracle engine has no schema step to version {version} (its latest is "
             f"{ddl.LATEST_SCHEMA_VERSION})")
     has_hybrid = bool(scalar(conn, schema_sql.index_exists(o, hybrid.HYBRID_INDEX_SUFFIX)))
-    model = hybrid.require_in_database_model(options) \
+    model = hybrid.require_vectorizer(options) \
         if options.search_mode == "hybrid" and not has_hybrid else None
     run(conn, Statement(ddl.registry_table(o)))
     for statement in ddl.create_store(o, options):
@@ -109,8 +110,8 @@ def apply_schema_version(conn: oracledb.Connection, o: OracleObjects, version: i
         _create_hybrid_index(conn, o, model, options.search_index_sync)
 
 
-def _create_hybrid_index(conn: oracledb.Connection, o: OracleObjects, model: str,
-                         search_index_sync: str) -> None:
+def _create_hybrid_index(conn: oracledb.Connection, o: OracleObjects,
+                         model: Mapping[str, Any], search_index_sync: str) -> None:
     """Replace the CONTEXT index, if any, by the vectorizer preference and the hybrid index.
 
     Each step commits (DDL); a failure part-way leaves a store without a text index, which the
