@@ -28,11 +28,21 @@ turn counts as missed). Rows:
 * ``bm25``: ``rank_bm25.BM25Okapi`` over the same turns, each ``"speaker: text"`` (with the
   caption), tokens ``\\w+`` lower-cased: the baseline of the data's README, computed in this run.
 
-Printed: the table on stdout, per-category recall after it, progress on stderr. ``--json FILE``
-writes ``{"default", "bm25", "by_strategy": {"vector", "keyword", "hybrid"}, "thread_scope",
-"by_category", "questions", "ms_per_query", ...}`` with ``recall@5`` and ``recall@10`` in
-each; ``ms_per_query`` is each retriever's mean wall time per search, through the client
-(embedding the query included), the server on the same machine.
+Guarding against tuning to one conversation: every retriever's recall per conversation
+(``by_conversation``), and a leave-one-conversation-out check of hybrid fusion's setting
+(``leave_one_conversation_out``): each question's vector and keyword rankings are read
+:data:`ARM_DEPTH` deep (``max_results=40``, a wider round than a 10-result search's, so their
+keyword figures differ a little from the keyword row) and fused as the core fuses them, for each
+vector weight and rank constant of a grid; for each conversation, the setting that scores best
+on the other four is scored on it, beside the shipped setting and each arm alone, and the folds
+are averaged. A setting worth shipping holds there, not only on the pooled questions.
+
+Printed: the table on stdout, per-category and per-conversation recall and the fusion check
+after it, progress on stderr. ``--json FILE`` writes ``{"default", "bm25", "by_strategy":
+{"vector", "keyword", "hybrid"}, "thread_scope", "by_category", "by_conversation",
+"leave_one_conversation_out", "questions", "ms_per_query", ...}`` with ``recall@5`` and
+``recall@10`` in each; ``ms_per_query`` is each retriever's mean wall time per search, through
+the client (embedding the query included), the server on the same machine.
 
 With a model (``--llm MODEL`` and ``--llm-url``, any OpenAI-compatible chat-completions API; the
 key from the environment variable ``--api-key-env``, ``OPENAI_API_KEY`` by default) the threads
@@ -70,6 +80,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +101,9 @@ from oracleagentmemory.core import (
     SearchStrategy,
     WordLlamaEmbedder,
 )
+from oracleagentmemory.core._hybrid_fusion import HYBRID_RRF_K, VECTOR_WEIGHT
+from oracleagentmemory.core._search_loop import fuse
+from oracleagentmemory.engines.interfaces import SearchHit
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -234,6 +248,85 @@ class Bm25Turns:
         return [self._ids[int(n)] for n in order]
 
 
+# --- fusion settings, left one conversation out ----------------------------------------------
+ARM_DEPTH = 40
+"""How deep each arm's ranking is read for the fusion check: the window of a hybrid round of 10
+results (``core._search_loop.first_budget``)."""
+FUSION_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0)
+FUSION_RANK_CONSTANTS = (5, 10, 20, 60)
+Setting = tuple[float, int]
+"""A fusion setting: the vector side's weight (the keyword side's being 1) and the rank
+constant of reciprocal-rank fusion."""
+
+
+@dataclass(frozen=True)
+class ArmHits:
+    """One question's vector and keyword rankings (``dia_id`` and distance, best first)."""
+
+    sample_id: str
+    evidence: tuple[str, ...]
+    vector: tuple[tuple[str, float], ...]
+    keyword: tuple[tuple[str, float], ...]
+
+    def fused(self, setting: Setting) -> list[str]:
+        """The ``dia_id``s as the core fuses the two rankings with ``setting``."""
+        sides = [[SearchHit("message", i, d) for i, d in arm] for arm in (self.vector,
+                                                                            self.keyword)]
+        return [h.record_id for h in fuse(sides, (setting[0], 1.0), setting[1])]
+
+
+def ranked(results: Iterable[SearchResult]) -> tuple[tuple[str, float], ...]:
+    """``(dia_id, distance)`` of each result, in rank order."""
+    return tuple((str((r.metadata or {}).get("dia_id")), float(getattr(r, "distance", 0.0)))
+                 for r in results)
+
+
+def _recalls(arms: Sequence[ArmHits], rank: Callable[[ArmHits], Sequence[str]]
+             ) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Each question's recall@k (a row per question, a column per k of :data:`KS`)."""
+    return np.array([[recall(rank(a), a.evidence, k) for k in KS] for a in arms],
+                    dtype=np.float64).reshape(len(arms), len(KS))
+
+
+def _summary(recalls: np.ndarray[Any, np.dtype[np.float64]]) -> dict[str, float]:
+    return {f"recall@{k}": round(float(recalls[:, n].mean()), 4) for n, k in enumerate(KS)}
+
+
+def leave_one_conversation_out(arms: Sequence[ArmHits]) -> dict[str, Any]:
+    """Choose the fusion setting on all conversations but one, score it on that one.
+
+    For each conversation held out, the setting (:data:`FUSION_WEIGHTS` x
+    :data:`FUSION_RANK_CONSTANTS`) with the best mean of recall@5 and recall@10 over the other
+    conversations' questions (ties to the first) is scored on the held-out questions, next to
+    the shipped setting and each arm alone. ``mean`` averages the folds (each conversation
+    counts once).
+    """
+    shipped: Setting = (VECTOR_WEIGHT, HYBRID_RRF_K)
+    samples = list(dict.fromkeys(a.sample_id for a in arms))
+    if len(samples) < 2:  # nothing to choose on
+        samples = []
+    settings = [(w, k) for w in FUSION_WEIGHTS for k in FUSION_RANK_CONSTANTS]
+    fused = [_recalls(arms, partial(ArmHits.fused, setting=s)) for s in settings]
+    rows = {"shipped": _recalls(arms, partial(ArmHits.fused, setting=shipped)),
+            "keyword": _recalls(arms, lambda a: [i for i, _ in a.keyword]),
+            "vector": _recalls(arms, lambda a: [i for i, _ in a.vector])}
+    sample_of = np.array([a.sample_id for a in arms])
+    folds: list[dict[str, Any]] = []
+    for held_out in samples:
+        test = sample_of == held_out
+        chosen = int(np.argmax([float(r[~test].mean()) for r in fused]))
+        folds.append({
+            "held_out": held_out, "questions": int(test.sum()),
+            "vector_weight": settings[chosen][0], "rank_constant": settings[chosen][1],
+            "chosen": _summary(fused[chosen][test]),
+            **{name: _summary(r[test]) for name, r in rows.items()}})
+    mean = {row: {key: round(float(np.mean([f[row][key] for f in folds])), 4)
+                  for key in ("recall@5", "recall@10")}
+            for row in ("chosen", *rows)} if folds else {}
+    return {"shipped": {"vector_weight": shipped[0], "rank_constant": shipped[1]},
+            "arm_depth": ARM_DEPTH, "folds": folds, "mean": mean}
+
+
 # --- the store ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Models:
@@ -300,11 +393,17 @@ class Run:
     default_strategy: str = ""
     seconds: dict[str, float] = field(default_factory=lambda: {r: 0.0 for r in RETRIEVERS})
     """Wall time spent in each retriever's searches (embedding the query included)."""
+    by_conversation: dict[str, dict[str, Scores]] = field(default_factory=dict)
+    arms: list[ArmHits] = field(default_factory=list)
+    """Each question's deeper vector and keyword rankings, for the fusion check."""
 
     def add(self, retriever: str, category: int, hits: Sequence[str],
-            evidence: Sequence[str]) -> None:
+            evidence: Sequence[str], sample_id: str = "") -> None:
         self.overall[retriever].add(hits, evidence)
         self.by_category[category][retriever].add(hits, evidence)
+        conversation = self.by_conversation.setdefault(
+            sample_id, {r: Scores() for r in RETRIEVERS})
+        conversation[retriever].add(hits, evidence)
 
 
 def ask(conversation: Conversation, clients: dict[str, OracleAgentMemory],
@@ -318,12 +417,13 @@ def ask(conversation: Conversation, clients: dict[str, OracleAgentMemory],
         run.questions += 1
         run.unknown_evidence += sum(1 for e in question.evidence if e not in known)
         category, evidence = question.category, question.evidence
+        sample = conversation.sample_id
         for name, client in clients.items():
             started = time.perf_counter()
             results = client.search(question.question, user_id=conversation.user_id,
                                     record_types=["message"], max_results=k)
             run.seconds[name] += time.perf_counter() - started
-            run.add(name, category, hit_ids(results), evidence)
+            run.add(name, category, hit_ids(results), evidence, sample)
             if name == "default" and with_memories:
                 sessions = [session_of.get(e, "") for e in evidence]
                 run.message_sessions.add(hit_ids(results, "session"), sessions)
@@ -333,10 +433,14 @@ def ask(conversation: Conversation, clients: dict[str, OracleAgentMemory],
         started = time.perf_counter()
         found = thread.search(question.question, record_types=["message"], max_results=k)
         run.seconds["thread"] += time.perf_counter() - started
-        run.add("thread", category, hit_ids(found), evidence)
+        run.add("thread", category, hit_ids(found), evidence, sample)
         started = time.perf_counter()
-        run.add("bm25", category, bm25.search(question.question, k), evidence)
+        run.add("bm25", category, bm25.search(question.question, k), evidence, sample)
         run.seconds["bm25"] += time.perf_counter() - started
+        run.arms.append(ArmHits(sample, evidence, *(
+            ranked(clients[arm].search(question.question, user_id=conversation.user_id,
+                                       record_types=["message"], max_results=ARM_DEPTH))
+            for arm in ("vector", "keyword"))))
 
 
 def measure(url: str, conversations: Sequence[Conversation], models: Models,
@@ -401,6 +505,11 @@ def report(run: Run, models: Models, command: str) -> dict[str, Any]:
         "ms_per_query": {name: round(1000 * seconds / max(run.questions, 1), 2)
                          for name, seconds in run.seconds.items()},
         "turns": run.turns,
+        "by_conversation": {
+            sample: {"questions": len(scores["bm25"].values[KS[0]]),
+                     **{name: s.summary() for name, s in scores.items()}}
+            for sample, scores in run.by_conversation.items()},
+        "leave_one_conversation_out": leave_one_conversation_out(run.arms),
         "unknown_evidence_ids": run.unknown_evidence,
         "default_strategy": run.default_strategy,
         "embedder": models.embedder_name,
@@ -431,6 +540,13 @@ def print_table(document: dict[str, Any]) -> None:
         print(f"{category:<23}  {figures['questions']:>9}  "
               + "  ".join(f"{figures[n]['recall@10']:>{max(6, len(n))}.3f}"
                           for n in ("bm25", "default", "vector", "keyword", "hybrid")))
+    columns = ("bm25", "default", "vector", "keyword", "hybrid")
+    print(f"\nby conversation (recall@5 / recall@10)  {'questions':>9}  "
+          + "  ".join(f"{n:>13}" for n in columns))
+    for sample, figures in document["by_conversation"].items():
+        print(f"{sample:<38}  {figures['questions']:>9}  " + "  ".join(
+            f"{figures[n]['recall@5']:6.3f}/{figures[n]['recall@10']:.3f}" for n in columns))
+    print_leave_one_out(document["leave_one_conversation_out"])
     if "extracted_memories" in document:
         memories = document["extracted_memories"]
         print("\nsession-level evidence recall (a hit covers the evidence turns of its session)")
@@ -440,6 +556,25 @@ def print_table(document: dict[str, Any]) -> None:
                   f"{memories[key]['recall@10']:9.3f}")
     if document["unknown_evidence_ids"]:
         print(f"\n{document['unknown_evidence_ids']} evidence ids name no turn (counted missed)")
+
+
+def print_leave_one_out(check: dict[str, Any]) -> None:
+    if not check["folds"]:
+        return
+    shipped = check["shipped"]
+    print(f"\nfusion setting chosen on the other conversations (vector weight, rank constant; "
+          f"arms read {check['arm_depth']} deep), recall@5 / recall@10 on the one held out")
+    print(f"{'held out':<12} {'chosen':>9}  {'chosen':>13}  {'shipped':>13}  {'keyword':>13}  "
+          f"{'vector':>13}")
+    rows = [(f["held_out"], f"{f['vector_weight']:g}, {f['rank_constant']}", f)
+            for f in check["folds"]]
+    rows.append(("mean", f"{shipped['vector_weight']:g}, {shipped['rank_constant']}*",
+                 check["mean"]))
+    for name, setting, figures in rows:
+        print(f"{name:<12} {setting:>9}  " + "  ".join(
+            f"{figures[n]['recall@5']:6.3f}/{figures[n]['recall@10']:.3f}"
+            for n in ("chosen", "shipped", "keyword", "vector")))
+    print("(* the shipped setting)")
 
 
 def make_models(args: argparse.Namespace) -> Models:

@@ -91,6 +91,13 @@ def check_shape(document: dict[str, Any]) -> None:
         for name in RETRIEVERS:
             assert 0.0 <= values[name]["recall@5"] <= values[name]["recall@10"] <= 1.0
     assert sum(v["questions"] for v in document["by_category"].values()) == document["questions"]
+    by_conversation = document["by_conversation"]  # each conversation's own figures
+    assert sum(v["questions"] for v in by_conversation.values()) == document["questions"]
+    for values in by_conversation.values():
+        for name in RETRIEVERS:
+            assert 0.0 <= values[name]["recall@5"] <= values[name]["recall@10"] <= 1.0
+    check = document["leave_one_conversation_out"]
+    assert len(check["folds"]) == (len(by_conversation) if len(by_conversation) > 1 else 0)
 
 
 @pytest.mark.skipif(not DEV_DATA.exists(), reason=f"{DEV_DATA} is not there")
@@ -218,3 +225,38 @@ def test_with_a_model_the_extracted_memories_are_scored(bench: ModuleType, pg_ur
     # Every turn became a memory of its session, and each question repeats a turn: the first
     # memory found is of the evidence's session. Only D9:99, in no session, is missed.
     assert memories["session_evidence"]["recall@5"] == pytest.approx((1 + 1 + 1 + 0.5) / 4)
+
+
+def test_the_fusion_setting_is_chosen_without_the_conversation_it_is_scored_on(
+        bench: ModuleType) -> None:
+    """Conversations A and B need the vector side (their evidence is its first hit and only the
+    keyword side's eleventh); C needs the keyword side alone (its evidence is the keyword side's
+    fifth, and the five after it, the vector side's first five, pass it once the vector side
+    counts). Each fold chooses on the other two."""
+    def arms(sample: str, evidence: str, vector: list[str], keyword: list[str]) -> Any:
+        return bench.ArmHits(sample, (evidence,), tuple((i, 0.5) for i in vector),
+                             tuple((i, 0.5) for i in keyword))
+
+    distractors = [f"k{n:02}" for n in range(10)]
+    others = [f"a{n}" for n in range(5)]
+    questions = [
+        arms("A", "e", ["e"], [*distractors, "e"]),
+        arms("B", "e", ["e"], [*distractors, "e"]),
+        arms("C", "f", others, [*distractors[:4], "f", *others]),
+    ]
+    check = bench.leave_one_conversation_out(questions)
+    folds = {fold["held_out"]: fold for fold in check["folds"]}
+    assert set(folds) == {"A", "B", "C"}
+    # On A and B the vector side is needed, and B (or A) with C still favours it.
+    for held_out in ("A", "B", "C"):
+        assert folds[held_out]["vector_weight"] > 0, folds[held_out]
+    assert folds["A"]["chosen"] == folds["B"]["chosen"] == {"recall@5": 1.0, "recall@10": 1.0}
+    assert folds["A"]["keyword"] == {"recall@5": 0.0, "recall@10": 0.0}  # eleventh
+    # C is scored with what A and B chose, not with what suits it: the keyword ranking alone
+    # has its evidence fifth, the fusion chosen on A and B tenth.
+    assert folds["C"]["keyword"] == {"recall@5": 1.0, "recall@10": 1.0}
+    assert folds["C"]["chosen"] == {"recall@5": 0.0, "recall@10": 1.0}
+    assert check["mean"]["chosen"] == {"recall@5": pytest.approx(2 / 3, abs=1e-4),
+                                       "recall@10": 1.0}
+    # With one conversation there is nothing to choose on.
+    assert bench.leave_one_conversation_out(questions[:1])["folds"] == []
