@@ -16,6 +16,7 @@ from typing import Any
 
 import oracleagentmemory
 import pytest
+from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis import IAgentMemory, ImageMimeType, IThread
 from oracleagentmemory.core import MemoryExtractionConfig, OracleAgentMemory, OracleDBMemoryStore
 from oracleagentmemory.core.embedders.hashing import HashingEmbedder
@@ -173,3 +174,44 @@ def test_thread_images_take_the_declared_arguments(client: OracleAgentMemory) ->
     assert (record.id, record.user_id, record.thread_id) == ("img-1", "u", "t")
     assert thread.update_image(image_id, description="a blue square") == "img-1"
     assert client.list_images(image_id="img-1")[0].content == "a blue square"
+
+
+THREAD_SETTINGS = ["max_message_token_length", "message_shortening_input_token_limit",
+                   "memory_extraction_config", "image_input_limit_config", "search_config",
+                   "context_card_token_limit", "context_card_type_search_concurrency",
+                   "extract_memories", "memory_extraction_window",
+                   "context_summary_update_frequency", "memory_extraction_frequency",
+                   "memory_extraction_token_limit", "memory_extraction_custom_instructions",
+                   "memory_extraction_inherit_message_metadata", "enable_context_summary"]
+
+
+def test_the_client_declares_each_thread_setting() -> None:
+    def names(method: Callable[..., Any]) -> list[str]:
+        return [p.name for p in list(inspect.signature(method).parameters.values())[1:]]
+
+    assert names(OracleAgentMemory.create_thread) == [
+        "thread_id", "user_id", "agent_id", "metadata", "llm", *THREAD_SETTINGS, "kwargs"]
+    assert names(OracleAgentMemory.get_thread) == [
+        "thread_id", "llm", *THREAD_SETTINGS, "settings"]
+    assert names(OracleAgentMemory.update_thread) == [
+        "thread_id", "metadata", "llm", "extract_memories", "max_message_token_length",
+        "message_shortening_input_token_limit", "memory_extraction_window",
+        "context_summary_update_frequency", "memory_extraction_frequency",
+        "memory_extraction_token_limit", "context_card_token_limit", "enable_context_summary",
+        "memory_extraction_custom_instructions", "memory_extraction_inherit_message_metadata",
+        "memory_extraction_config", "image_input_limit_config", "search_config", "kwargs"]
+    update = inspect.signature(OracleAgentMemory.update_thread).parameters
+    assert update["llm"].kind is P.POSITIONAL_OR_KEYWORD
+
+
+def test_thread_settings_are_taken_by_name_and_position(client: OracleAgentMemory) -> None:
+    created = client.create_thread(thread_id="t", user_id="u", context_card_token_limit=5_000)
+    assert created.context_card_token_limit == 5_000
+    opened = client.get_thread("t", max_message_token_length=100)
+    assert opened.max_message_token_length == 100 and opened.context_card_token_limit == 5_000
+    assert client.get_thread("t").max_message_token_length == 15_000  # not saved by get_thread
+    updated = client.update_thread("t", {"k": 1}, NOT_SET_MARKER, NOT_SET_MARKER, 200)
+    assert updated.max_message_token_length == 200 and updated.metadata == {"k": 1}
+    assert client.get_thread("t").max_message_token_length == 200
+    with pytest.raises(TypeError, match="unexpected"):
+        client.update_thread("t", no_such_setting=1)

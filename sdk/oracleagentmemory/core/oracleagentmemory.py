@@ -200,14 +200,42 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
     @observed(AGENT_MEMORY)
     def create_thread(self, /, *, thread_id: Any = NOT_SET_MARKER, user_id: Any = NOT_SET_MARKER,
                       agent_id: Any = NOT_SET_MARKER, metadata: Any = NOT_SET_MARKER,
-                      llm: Any = NOT_SET_MARKER, search_config: Any = NOT_SET_MARKER,
-                      **settings: Any) -> OracleThread:
-        """Create and store a thread; the settings given here are saved with it.
+                      llm: Any = NOT_SET_MARKER, max_message_token_length: Any = NOT_SET_MARKER,
+                      message_shortening_input_token_limit: Any = NOT_SET_MARKER,
+                      memory_extraction_config: Any = NOT_SET_MARKER,
+                      image_input_limit_config: Any = NOT_SET_MARKER,
+                      search_config: Any = NOT_SET_MARKER,
+                      context_card_token_limit: Any = NOT_SET_MARKER,
+                      context_card_type_search_concurrency: Any = NOT_SET_MARKER,
+                      extract_memories: Any = NOT_SET_MARKER,
+                      memory_extraction_window: Any = NOT_SET_MARKER,
+                      context_summary_update_frequency: Any = NOT_SET_MARKER,
+                      memory_extraction_frequency: Any = NOT_SET_MARKER,
+                      memory_extraction_token_limit: Any = NOT_SET_MARKER,
+                      memory_extraction_custom_instructions: Any = NOT_SET_MARKER,
+                      memory_extraction_inherit_message_metadata: Any = NOT_SET_MARKER,
+                      enable_context_summary: Any = NOT_SET_MARKER,
+                      **kwargs: Any) -> OracleThread:
+        """Create and store a thread; the settings given here are saved with it (``kwargs``: the
+        other :class:`MemoryExtractionConfig` fields, one by one).
 
         Omitted ids are generated (an omitted ``user_id`` is the end user of the active context
         in a ``NO_CHECK`` store).
         """
-        overrides = parse_overrides(**settings)
+        overrides = parse_overrides(
+            max_message_token_length=max_message_token_length,
+            message_shortening_input_token_limit=message_shortening_input_token_limit,
+            memory_extraction_config=memory_extraction_config,
+            image_input_limit_config=image_input_limit_config,
+            context_card_token_limit=context_card_token_limit,
+            context_card_type_search_concurrency=context_card_type_search_concurrency,
+            extract_memories=extract_memories, memory_extraction_window=memory_extraction_window,
+            context_summary_update_frequency=context_summary_update_frequency,
+            memory_extraction_frequency=memory_extraction_frequency,
+            memory_extraction_token_limit=memory_extraction_token_limit,
+            memory_extraction_custom_instructions=memory_extraction_custom_instructions,
+            memory_extraction_inherit_message_metadata=memory_extraction_inherit_message_metadata,
+            enable_context_summary=enable_context_summary, **kwargs)
         thread_id = uuid4().hex if thread_id is NOT_SET_MARKER else check_required_id(
             thread_id, "thread_id")
         if user_id is NOT_SET_MARKER:
@@ -229,27 +257,82 @@ class OracleAgentMemory(ClientImages, IAgentMemory):
 
     @observed(AGENT_MEMORY)
     def get_thread(self, /, thread_id: str, *, llm: Any = NOT_SET_MARKER,
-                   search_config: Any = NOT_SET_MARKER, **settings: Any) -> OracleThread:
-        """Open a stored thread; settings given here apply to the returned object only.
+                   max_message_token_length: Any = NOT_SET_MARKER,
+                   message_shortening_input_token_limit: Any = NOT_SET_MARKER,
+                   memory_extraction_config: Any = NOT_SET_MARKER,
+                   image_input_limit_config: Any = NOT_SET_MARKER,
+                   search_config: Any = NOT_SET_MARKER,
+                   context_card_token_limit: Any = NOT_SET_MARKER,
+                   context_card_type_search_concurrency: Any = NOT_SET_MARKER,
+                   extract_memories: Any = NOT_SET_MARKER,
+                   memory_extraction_window: Any = NOT_SET_MARKER,
+                   context_summary_update_frequency: Any = NOT_SET_MARKER,
+                   memory_extraction_frequency: Any = NOT_SET_MARKER,
+                   memory_extraction_token_limit: Any = NOT_SET_MARKER,
+                   memory_extraction_custom_instructions: Any = NOT_SET_MARKER,
+                   memory_extraction_inherit_message_metadata: Any = NOT_SET_MARKER,
+                   enable_context_summary: Any = NOT_SET_MARKER,
+                   **settings: Any) -> OracleThread:
+        """Open a stored thread; settings given here apply to the returned object only
+        (``settings``: the other :class:`MemoryExtractionConfig` fields, one by one).
 
         Raises:
             RecordKeyError: (a ``KeyError``) no such visible thread.
         """
         record = self._thread_record(thread_id)
-        return self._open(record, parse_overrides(**settings), llm, search_config)
+        overrides = parse_overrides(
+            max_message_token_length=max_message_token_length,
+            message_shortening_input_token_limit=message_shortening_input_token_limit,
+            memory_extraction_config=memory_extraction_config,
+            image_input_limit_config=image_input_limit_config,
+            context_card_token_limit=context_card_token_limit,
+            context_card_type_search_concurrency=context_card_type_search_concurrency,
+            extract_memories=extract_memories, memory_extraction_window=memory_extraction_window,
+            context_summary_update_frequency=context_summary_update_frequency,
+            memory_extraction_frequency=memory_extraction_frequency,
+            memory_extraction_token_limit=memory_extraction_token_limit,
+            memory_extraction_custom_instructions=memory_extraction_custom_instructions,
+            memory_extraction_inherit_message_metadata=memory_extraction_inherit_message_metadata,
+            enable_context_summary=enable_context_summary, **settings)
+        return self._open(record, overrides, llm, search_config)
 
     @observed(AGENT_MEMORY)
     def update_thread(self, /, thread_id: str, metadata: Any = NOT_SET_MARKER,
-                      **settings: Any) -> OracleThread:
+                      llm: Any = NOT_SET_MARKER, extract_memories: Any = NOT_SET_MARKER,
+                      max_message_token_length: Any = NOT_SET_MARKER,
+                      message_shortening_input_token_limit: Any = NOT_SET_MARKER,
+                      memory_extraction_window: Any = NOT_SET_MARKER,
+                      context_summary_update_frequency: Any = NOT_SET_MARKER,
+                      memory_extraction_frequency: Any = NOT_SET_MARKER,
+                      memory_extraction_token_limit: Any = NOT_SET_MARKER,
+                      context_card_token_limit: Any = NOT_SET_MARKER,
+                      enable_context_summary: Any = NOT_SET_MARKER,
+                      memory_extraction_custom_instructions: Any = NOT_SET_MARKER,
+                      memory_extraction_inherit_message_metadata: Any = NOT_SET_MARKER,
+                      memory_extraction_config: Any = NOT_SET_MARKER,
+                      image_input_limit_config: Any = NOT_SET_MARKER,
+                      search_config: Any = NOT_SET_MARKER, **kwargs: Any) -> OracleThread:
         """Save new metadata (replaced whole) and/or runtime settings of a stored thread; the
-        user and agent do not change. Returns the thread opened with the saved settings.
+        user and agent do not change. Returns the thread opened with the saved settings
+        (``kwargs``: ``context_card_type_search_concurrency`` and the other
+        :class:`MemoryExtractionConfig` fields, one by one).
 
         Raises:
             RecordKeyError: (a ``KeyError``) no such visible thread.
         """
-        llm = settings.pop("llm", NOT_SET_MARKER)
-        search_config = settings.pop("search_config", NOT_SET_MARKER)
-        overrides = parse_overrides(**settings)
+        overrides = parse_overrides(
+            extract_memories=extract_memories, max_message_token_length=max_message_token_length,
+            message_shortening_input_token_limit=message_shortening_input_token_limit,
+            memory_extraction_window=memory_extraction_window,
+            context_summary_update_frequency=context_summary_update_frequency,
+            memory_extraction_frequency=memory_extraction_frequency,
+            memory_extraction_token_limit=memory_extraction_token_limit,
+            context_card_token_limit=context_card_token_limit,
+            enable_context_summary=enable_context_summary,
+            memory_extraction_custom_instructions=memory_extraction_custom_instructions,
+            memory_extraction_inherit_message_metadata=memory_extraction_inherit_message_metadata,
+            memory_extraction_config=memory_extraction_config,
+            image_input_limit_config=image_input_limit_config, **kwargs)
         record = self._thread_record(thread_id)
         runtime = saved_payload(record.runtime_config, overrides)
         changed = self._store._update_thread(
