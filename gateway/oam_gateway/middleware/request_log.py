@@ -89,8 +89,24 @@ class RequestLogMiddleware:
             if audit_log.isEnabledFor(logging.INFO):
                 if status is None and failed:
                     status = 500
-                audit_log.info(_event_line(scope, event, status, started_at,
-                                           time.perf_counter() - started, root_path))
+                _emit(_event_line(scope, event, status, started_at,
+                                  time.perf_counter() - started, root_path))
+
+
+def _emit(line: str) -> None:
+    """Log ``line`` on the audit logger. When the logger's one handler is the batched writer
+    (:func:`configure_audit_log`, with no filter and no propagation), the line goes straight
+    to it: what the logger would do, without the record it builds (the caller's frame looked
+    up, a dozen attributes set) only to take its message back."""
+    handlers = audit_log.handlers
+    if len(handlers) == 1 and not audit_log.filters and not audit_log.propagate \
+            and not audit_log.disabled:
+        writer = handlers[0]
+        if type(writer) is _BatchedEventWriter and not writer.filters \
+                and writer.level <= logging.INFO:
+            writer.write_line(line)
+            return
+    audit_log.info(line)
 
 
 def _event_line(scope: Scope, event: RequestEvent, status: int | None, started_at: float,
@@ -152,10 +168,11 @@ def configure_audit_log(stream: IO[str] | None = None) -> logging.Handler:
     only appends its event's line to a buffer (:class:`_BatchedEventWriter`); a writer thread
     writes and flushes the lines gathered meanwhile in one write, so the event loop never waits
     on the stream and the thread wakes once per batch, not once per event. The writer drains
-    the buffer when the process exits normally (``atexit``), so no event is lost then.
+    the buffer when the process exits normally (``atexit``), so no event is lost then; a
+    logging reconfiguration, which closes handlers, does not stop it.
     """
     handler = _BatchedEventWriter(stream or sys.stdout)
-    atexit.register(handler.close)
+    atexit.register(handler.stop)
     audit_log.addHandler(handler)
     audit_log.setLevel(logging.INFO)
     audit_log.propagate = False
@@ -192,16 +209,26 @@ class _BatchedEventWriter(logging.Handler):
         return True
 
     def emit(self, record: logging.LogRecord) -> None:
-        self._lines.append(record.getMessage())
+        self.write_line(record.getMessage())
+
+    def write_line(self, line: str) -> None:
+        """Buffer ``line`` for the writer (what :meth:`emit` does with a record's message)."""
+        self._lines.append(line)
         if not self._wake.is_set():
             self._wake.set()
 
-    def close(self) -> None:
-        """Write what is buffered and stop the writer (idempotent)."""
+    def stop(self) -> None:
+        """Write what is buffered and stop the writer (idempotent; at exit)."""
         if not self._closing:
             self._closing = True
             self._wake.set()
             self._writer.join()
+
+    def close(self) -> None:
+        """What :class:`logging.Handler` does: the writer keeps running. A logging
+        reconfiguration (``dictConfig``, which uvicorn runs as it starts) closes every handler
+        but leaves this one on the audit logger, which must go on writing: :meth:`stop` ends
+        it."""
         super().close()
 
     def _write_batches(self) -> None:
