@@ -36,6 +36,9 @@ queries again, one after another, and the CPU the database server's processes sp
 (``/proc``, embedded or local server only) is divided by their number. The store runs as the
 tables' owner here (no row-level security; ``bench/gateway.py`` measures it through the gateway).
 
+``--partitions N`` moves the loaded store's chunks to ``N`` hash partitions by owner first
+(``ddl.repartition_chunks``), to compare partition counts on the same data.
+
 Also printed: the scans of each way's plan (``EXPLAIN ANALYZE`` of the first query; the store's
 full plan with ``--explain``).
 
@@ -47,6 +50,7 @@ Usage::
     .venv/bin/python bench/search.py [--sizes 10000,100000] [--users 100] [--queries 200]
                                      [--url URL | --data-dir DIR] [--store-id ID --keep]
                                      [--modes vector,keyword,hybrid] [--clusters N]
+                                     [--partitions N]
 
 Without ``--url`` the embedded PostgreSQL is started in a temporary directory (``--data-dir``:
 in that directory, kept) and stopped at the end. ``--keep`` keeps the loaded store (id
@@ -83,7 +87,8 @@ from oracleagentmemory.core.dbsearch import SearchStrategy
 from oracleagentmemory.engines.interfaces import SearchPlan
 from oracleagentmemory.engines.postgres import names as pg_names
 from oracleagentmemory.engines.postgres import search as pg_search
-from oracleagentmemory.engines.postgres.ddl import add_vector_index
+from oracleagentmemory.engines.postgres.chunk_partitions import partition_count
+from oracleagentmemory.engines.postgres.ddl import add_vector_index, repartition_chunks
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
@@ -199,6 +204,7 @@ class LoadOptions:
     keep: bool = False
     hnsw_index: bool = True
     clusters: int = 0
+    partitions: int | None = None
 
 
 def chunk_count(url: str, store_id: str) -> int | None:
@@ -242,6 +248,8 @@ def load_corpus(url: str, size: int, words: list[str], options: LoadOptions) -> 
             vacuum_analyze(url, corpus)
         else:
             fill_corpus(corpus, url, words, options)
+        if options.partitions:
+            repartition(url, corpus, options.partitions, options.build_memory)
         corpus.has_hnsw = has_hnsw_index(url, corpus)
         if not corpus.has_hnsw:
             print(f"  {size:,} chunks: no HNSW index (--no-hnsw-index): the hnsw ways are "
@@ -303,6 +311,24 @@ def build_hnsw_index(url: str, corpus: Corpus, build_memory: str) -> None:
     corpus.index_seconds = time.perf_counter() - start
     print(f"  {corpus.size:,} chunks: HNSW index built in {corpus.index_seconds:.1f} s",
           flush=True)
+
+
+def repartition(url: str, corpus: Corpus, partitions: int, build_memory: str) -> None:
+    """Give the store's chunks ``partitions`` hash partitions (``ddl.repartition_chunks``, indexes
+    built again) and say how many users share the most shared one."""
+    names = corpus.stores["creator"]._names
+    start = time.perf_counter()
+    with psycopg.connect(url) as conn:
+        conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(build_memory)))
+        repartition_chunks(conn, names, partitions)
+        conn.commit()
+        row = conn.execute(sql.SQL(
+            "SELECT max(n) FROM (SELECT count(DISTINCT user_id) AS n FROM {} GROUP BY tableoid) s"
+        ).format(pg_names.table(names, "record_chunks"))).fetchone()
+        count = partition_count(conn, names)
+    print(f"  {corpus.size:,} chunks: {count} partitions in {time.perf_counter() - start:.1f} s, "
+          f"at most {row[0] if row else 0} users in one", flush=True)
+    vacuum_analyze(url, corpus)
 
 
 def has_hnsw_index(url: str, corpus: Corpus) -> bool:
@@ -697,6 +723,8 @@ def reproduce_command(args: argparse.Namespace) -> str:
         parts.append(f"--shared-buffers {args.shared_buffers}")
     if args.no_hnsw_index:
         parts.append("--no-hnsw-index")
+    if args.partitions:
+        parts.append(f"--partitions {args.partitions}")
     return " ".join(parts)
 
 
@@ -739,6 +767,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="load without the HNSW index (a 1M-chunk build takes most of an "
                              "hour on 2 busy cores; the scoped exact path does not use it): "
                              "the hnsw ways are skipped")
+    parser.add_argument("--partitions", type=int,
+                        help="move the store's chunks to this many hash partitions by owner "
+                             "after the load (ddl.repartition_chunks; default: the SDK's, "
+                             "CHUNK_PARTITIONS)")
     parser.add_argument("--build-memory", default="1GB",
                         help="maintenance_work_mem for the HNSW build (default 1GB)")
     args = parser.parse_args(argv)
@@ -777,7 +809,7 @@ def main(argv: list[str] | None = None) -> int:
                 store_id = f"{store_id}_{size}"
             options = LoadOptions(args.dim, args.users, args.incremental_index,
                                   args.build_memory, store_id, args.keep,
-                                  not args.no_hnsw_index, args.clusters)
+                                  not args.no_hnsw_index, args.clusters, args.partitions)
             corpus = load_corpus(url, size, words, options)
             try:
                 print(f"  {size:,} chunks: a keyword query matches "

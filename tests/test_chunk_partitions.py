@@ -16,8 +16,8 @@ import pytest
 from dds import OWNER
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec.audit import enable_write_audit
-from oracleagentmemory.engines.postgres.chunk_partitions import CHUNK_PARTITIONS
-from oracleagentmemory.engines.postgres.ddl import LATEST_SCHEMA_VERSION
+from oracleagentmemory.engines.postgres.chunk_partitions import CHUNK_PARTITIONS, partition_count
+from oracleagentmemory.engines.postgres.ddl import LATEST_SCHEMA_VERSION, repartition_chunks
 from oracleagentmemory.engines.postgres.engine import CAPABILITIES, PostgresEngine
 from psycopg import sql
 
@@ -157,3 +157,58 @@ def test_a_global_memory_and_a_users_memory_share_no_partition_scan(dds: Any) ->
                               user_id=None, exact_user_match=True)
     assert [r.content for r, _ in mine] == ["alice's fact"]
     assert [r.content for r, _ in shared] == ["global fact"]
+
+
+def test_repartitioning_keeps_rows_security_and_audit(dds: Any) -> None:
+    """A protected, audited store moved to 32 partitions (``ddl.repartition_chunks``) keeps its
+    rows, ids, policies, privileges and triggers; every new partition is sealed; each user sees
+    their own rows only; moving it again to the same count changes nothing."""
+    store_id = str(dds.new_store(vector_dim=DIM))
+    assert enable_write_audit(dds.secadmin_url, OWNER, store_id).enabled
+    vectors = list(np.random.default_rng(5).standard_normal((30, DIM)).astype(np.float32))
+    with dds.owner_store(store_id) as owner:
+        for n, user in enumerate(("alice", "bob", None)):
+            owner.add([f"{user} note {i}" for i in range(10)], "memory", user_ids=user,
+                      embeddings=vectors[10 * n:10 * n + 10])
+        names = owner._names
+    with psycopg.connect(dds.owner_url) as conn:
+        before = _catalog(conn, store_id)
+        repartition_chunks(conn, names, 32)
+        conn.commit()
+        after = _catalog(conn, store_id)
+        counted = partition_count(conn, names)
+        repartition_chunks(conn, names, 32)  # already so: a no-op
+        conn.commit()
+        again = _catalog(conn, store_id), partition_count(conn, names)
+        partitions = [sql.Identifier(*r) for r in conn.execute(
+            "SELECT n.nspname, c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = "
+            "i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE i.inhparent = "
+            "%s::regclass", [f"{OWNER}.{store_id}_record_chunks"]).fetchall()]
+    assert before["rows"] and after == before and again == (before, 32) and counted == 32
+    assert len(partitions) == 32
+
+    with dds.runtime_store(store_id, "alice", vector_dim=DIM) as store:
+        [new_id] = store.add(["alice's newest note"], "memory", user_ids="alice",
+                             embeddings=[np.ones(DIM, dtype=np.float32)])
+        found = store.search(None, 30, query_vector=np.ones(DIM, dtype=np.float32),
+                             user_id="alice", exact_user_match=True)
+    assert len(found) == 11 and {r.user_id for r, _ in found} == {"alice"}
+    assert found[0][0].id == new_id
+    with psycopg.connect(dds.owner_url) as conn:
+        highest = max(r[0] for r in before["rows"])
+        [(chunk_id,)] = conn.execute(sql.SQL("SELECT id FROM {} WHERE record_id = %s").format(
+            sql.Identifier(OWNER, f"{store_id}_record_chunks")), [new_id]).fetchall()
+        audited = conn.execute(sql.SQL(
+            "SELECT count(*) FROM {} WHERE record_table = 'record_chunks' AND record_id = %s "
+            "AND end_user = 'alice'").format(sql.Identifier(OWNER, f"{store_id}_write_audit")),
+            [new_id]).fetchone()
+    assert chunk_id > highest and audited == (1,)
+    # The runtime login reads the store's table (positive control) but no partition by name.
+    with psycopg.connect(dds.runtime_url) as conn:
+        conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
+            sql.Identifier(OWNER, f"{store_id}_record_chunks"))).fetchone()
+        conn.rollback()
+        for partition in partitions:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(partition))
+            conn.rollback()

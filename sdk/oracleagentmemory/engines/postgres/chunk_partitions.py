@@ -14,7 +14,8 @@ runtime login can neither read nor write nor truncate it by name.
 An existing store's plain chunks table is rebuilt as a partitioned one in the same transaction,
 rows and identity counter kept, with what the store's installation put on the old table carried
 over from the catalogs: row-level security (enabled, forced), its policies, its table and column
-privileges and its triggers (the write audit's, with their enabled state).
+privileges and its triggers (the write audit's, with their enabled state). The same move takes a
+partitioned chunks table to another partition count (``ddl.repartition_chunks``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from psycopg import Connection, sql
 from oracleagentmemory.engines.identifiers import StoreNames
 from oracleagentmemory.engines.postgres import names as q
 
-__all__ = ["CHUNK_PARTITIONS", "partition_chunks", "chunks_are_partitioned", "partition_names"]
+__all__ = ["CHUNK_PARTITIONS", "MAX_CHUNK_PARTITIONS", "partition_chunks", "chunks_are_partitioned",
+           "partition_count", "partition_names"]
 
 CHUNK_PARTITIONS = 16
 """How many hash partitions of the chunks a store gets (by ``user_id``).
@@ -38,12 +40,16 @@ table. Sixteen keeps the number of relations (16 partitions, each with its 5 ind
 store that holds a few rows, and a partition per 60 users at 1,000 users.
 """
 
+MAX_CHUNK_PARTITIONS = 100
+"""The most partitions a chunks table may have (their names hold two digits)."""
+
 _STAGING = "chunks_v9"
 
 
-def partition_names(names: StoreNames) -> list[sql.Composable]:
+def partition_names(names: StoreNames, partitions: int = CHUNK_PARTITIONS
+                    ) -> list[sql.Composable]:
     """Qualified, quoted names of the chunk partitions (``<prefix>chunks_pNN``)."""
-    return [q.index_qualified(names, f"chunks_p{n:02d}") for n in range(CHUNK_PARTITIONS)]
+    return [q.index_qualified(names, f"chunks_p{n:02d}") for n in range(partitions)]
 
 
 def chunks_are_partitioned(conn: Connection[Any], names: StoreNames) -> bool:
@@ -53,29 +59,51 @@ def chunks_are_partitioned(conn: Connection[Any], names: StoreNames) -> bool:
     return bool(row and row[0])
 
 
-def partition_chunks(conn: Connection[Any], names: StoreNames) -> None:
-    """Replace the plain chunks table by one partitioned by owner, keeping rows and security.
+def partition_count(conn: Connection[Any], names: StoreNames) -> int:
+    """How many partitions the store's chunks table has (0: a plain table)."""
+    row: Any = conn.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = %s::regclass",
+                            [q.table(names, "record_chunks").as_string(conn)]).fetchone()
+    return int(row[0])
+
+
+def partition_chunks(conn: Connection[Any], names: StoreNames,
+                     partitions: int | None = None) -> None:
+    """Replace the chunks table by one of ``partitions`` hash partitions by owner, keeping rows
+    and security.
 
     The new table has the old one's columns (identity, generated text vector and defaults
-    included); the caller creates its indexes afterwards (partitioned with it). A no-op when
-    the table is already partitioned.
+    included); the caller creates its indexes afterwards (partitioned with it). The old table
+    is plain (schema version 8) or partitioned with another count. ``None`` (the schema step):
+    :data:`CHUNK_PARTITIONS`, and a no-op when the table is partitioned already; a count: a
+    no-op when the table has that many partitions.
     """
-    if chunks_are_partitioned(conn, names):
-        return
+    if partitions is not None and not 1 <= partitions <= MAX_CHUNK_PARTITIONS:
+        raise ValueError(f"a chunks table has 1 to {MAX_CHUNK_PARTITIONS} partitions")
     chunks = q.table(names, "record_chunks")
     staging = q.index_qualified(names, _STAGING)
     # No write may reach the old table once the copy has read it (reads may go on until the
-    # DROP): the lock is held until the upgrade's transaction ends.
+    # DROP): the lock is held until the transaction ends.
     conn.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(chunks))
+    current = partition_count(conn, names) if chunks_are_partitioned(conn, names) else 0
+    if (current and partitions is None) or current == partitions:
+        return
+    partitions = partitions or CHUNK_PARTITIONS
+    # The old partitions give up their names to the new ones (they go with the old table).
+    for n, (schema, old) in enumerate(conn.execute(
+            "SELECT s.nspname, c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = "
+            "i.inhrelid JOIN pg_namespace s ON s.oid = c.relnamespace WHERE i.inhparent = "
+            "%s::regclass", [chunks.as_string(conn)]).fetchall()):
+        conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(
+            sql.Identifier(schema, old), sql.Identifier(names.object_name(f"chunks_old{n:02d}"))))
     carried = _carried_statements(conn, chunks)
     conn.execute(sql.SQL(
         "CREATE TABLE {} (LIKE {} INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING IDENTITY "
         "INCLUDING CONSTRAINTS INCLUDING STORAGE) PARTITION BY HASH (user_id)"
     ).format(staging, chunks))
-    for remainder, partition in enumerate(partition_names(names)):
+    for remainder, partition in enumerate(partition_names(names, partitions)):
         conn.execute(sql.SQL(
             "CREATE TABLE {} PARTITION OF {} FOR VALUES WITH (MODULUS {}, REMAINDER {})"
-        ).format(partition, staging, sql.Literal(CHUNK_PARTITIONS), sql.Literal(remainder)))
+        ).format(partition, staging, sql.Literal(partitions), sql.Literal(remainder)))
         seal_partition(conn, partition)
     columns = [sql.Identifier(r[0]) for r in conn.execute(
         "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "

@@ -323,6 +323,25 @@ def _version_9(conn: Connection[object], names: StoreNames, options: SchemaOptio
     with ``(id, user_id)`` unique in place of the primary key on ``id`` (a partitioned table's
     unique keys include its partition key)."""
     partition_chunks(conn, names)
+    chunk_indexes(conn, names)
+
+
+def repartition_chunks(conn: Connection[object], names: StoreNames, partitions: int) -> None:
+    """Give the store's chunks ``partitions`` hash partitions by owner (rows, ids, security and
+    triggers kept, every index built again; :func:`.chunk_partitions.partition_chunks`).
+
+    More partitions mean fewer users hashed beside each user, so a user's HNSW scan steps over
+    fewer other users' chunks, at the price of more relations (each with its indexes) and of a
+    generic plan that lists every partition. Holds the chunks exclusively until the transaction
+    ends; a no-op when the table has that many partitions already.
+    """
+    partition_chunks(conn, names, partitions)
+    chunk_indexes(conn, names)
+
+
+def chunk_indexes(conn: Connection[object], names: StoreNames) -> None:
+    """The indexes of versions 1 to 8 on the partitioned chunks table (each partition gets its
+    own), with ``(id, user_id)`` unique in place of the primary key on ``id``."""
     chunks = q.table(names, "record_chunks")
     for suffix, definition in (
             ("record_chunks_id_uq", "UNIQUE INDEX IF NOT EXISTS {} ON {} (id, user_id)"),
