@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from oracleagentmemory.core import OracleAgentMemory
 from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -31,8 +32,8 @@ from oam_gateway.tenancy.tenants import Tenants
 from oam_gateway.tenancy.unstorable_text import describe, unstorable_character
 
 __all__ = ["JSON_MEDIA_TYPE", "MAX_BODY_DEPTH", "Call", "Endpoint", "GivenCall", "QueryParameter",
-           "RequestRefused", "describe_validation", "json_response", "refuse_unstorable_text",
-           "route_handler", "validated_body"]
+           "RequestRefused", "describe_validation", "json_data_response", "json_response",
+           "refuse_unstorable_text", "route_handler", "validated_body"]
 
 T = TypeVar("T")
 B = TypeVar("B", bound=BaseModel)
@@ -149,6 +150,12 @@ def json_response(model: BaseModel, status: int = 200) -> Response:
     call (no intermediate Python objects)."""
     return Response(model.model_dump_json(exclude_none=True), status_code=status,
                     media_type="application/json")
+
+
+def json_data_response(data: Any, status: int = 200) -> Response:
+    """``data`` (JSON-ready values, such as :func:`~oam_gateway.rest.views.record_data` gives)
+    as a JSON response, serialised as pydantic serialises a model's values."""
+    return Response(to_json(data), status_code=status, media_type="application/json")
 
 
 def route_handler(endpoint: Endpoint, tenants: Tenants, limits: LimitSettings,

@@ -10,7 +10,14 @@ from oracleagentmemory.core import OracleAgentMemory
 from oracleagentmemory.errors import RecordKeyError
 from starlette.responses import Response
 
-from oam_gateway.rest.endpoints import Call, Endpoint, QueryParameter, RequestRefused, json_response
+from oam_gateway.rest.endpoints import (
+    Call,
+    Endpoint,
+    QueryParameter,
+    RequestRefused,
+    json_data_response,
+    json_response,
+)
 from oam_gateway.rest.models import (
     BatchAdd,
     BatchIn,
@@ -26,7 +33,7 @@ from oam_gateway.rest.models import (
 )
 from oam_gateway.rest.pagination import page_of, page_request
 from oam_gateway.rest.threads import PAGE_PARAMETERS, record_position
-from oam_gateway.rest.views import record_view, relation_view
+from oam_gateway.rest.views import record_data, record_view, relation_view
 from oam_gateway.tenancy.principal import READ_SCOPE, WRITE_SCOPE
 
 __all__ = ["ENDPOINTS", "add_memory", "add_relation", "batch", "delete_memory", "delete_relation",
@@ -83,7 +90,7 @@ async def get_memory(call: Call) -> Response:
 
     record = await call.sdk(work)
     call.event.result_count = 1
-    return json_response(record_view(record))
+    return json_data_response(record_data(record))
 
 
 async def update_memory(call: Call) -> Response:

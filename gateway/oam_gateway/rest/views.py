@@ -1,4 +1,5 @@
-"""SDK values as API bodies: records and relations as their pydantic models."""
+"""SDK values as API bodies: records and relations as their pydantic models, and records as
+the JSON-ready data those models would serialise (:func:`record_data`, for the hot routes)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from oracleagentmemory.apis.relations import RecordRelation
 
 from oam_gateway.rest.models import Record, Relation
 
-__all__ = ["record_view", "relation_view"]
+__all__ = ["record_data", "record_view", "relation_view"]
 
 _HIDDEN_FIELDS = frozenset({"bytes", "linked_results"})
 """Record fields the API leaves out: image bytes (large) and search links (search shows them)."""
@@ -22,6 +23,24 @@ def record_view(record: SdkRecord) -> Record:
     """The API body of an SDK record (every dataclass field but bytes and search links)."""
     return Record.model_validate({name: _plain(getattr(record, name))
                                   for name in _shown_fields(type(record))})
+
+
+def record_data(record: SdkRecord) -> dict[str, Any]:
+    """What ``record_view(record).model_dump(mode="json", exclude_none=True)`` holds, built
+    without the model: the fields :class:`~oam_gateway.rest.models.Record` declares in its
+    order, then the others in the record's, ``None`` values left out. Serialised by
+    ``pydantic_core.to_json`` it is the same JSON as the model's, for a fraction of the time (no
+    validation of values the SDK typed already)."""
+    values = {name: _plain(getattr(record, name)) for name in _shown_fields(type(record))}
+    data = {name: value for name in _RECORD_FIELDS if (value := values.get(name)) is not None}
+    for name, value in values.items():
+        if value is not None and name not in data:
+            data[name] = value
+    return data
+
+
+_RECORD_FIELDS = tuple(Record.model_fields)
+"""The fields :class:`~oam_gateway.rest.models.Record` declares, in the order it writes them."""
 
 
 def relation_view(relation: RecordRelation) -> Relation:
