@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias, TypedDict
 
 from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.asynctwin import AsyncTwin
@@ -23,7 +23,39 @@ from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.summary import ContextCard, Summary
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
 
-__all__ = ["IThread"]
+__all__ = [
+    "IThread",
+    "NormalizedMessageT",
+    "ThreadMessageContentT",
+    "ThreadMessageMappingT",
+    "ThreadMessageTypedDictT",
+]
+
+ThreadMessageContentT: TypeAlias = str | list[Mapping[str, Any]]
+"""A message's content given as a mapping: text, or content parts in the chat format."""
+
+ThreadMessageMappingT: TypeAlias = Mapping[
+    str, str | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None]
+"""A message given as a mapping (``role``, ``content``, and optionally ``id``, ``timestamp``,
+``metadata``)."""
+
+
+class _ThreadMessageRequired(TypedDict):
+    role: str
+    content: ThreadMessageContentT | None
+
+
+class ThreadMessageTypedDictT(_ThreadMessageRequired, total=False):
+    """A message given as a typed dict: ``role`` and ``content``; ``id``, ``timestamp`` and
+    ``metadata`` optional."""
+
+    id: str | None
+    timestamp: str | None
+    metadata: dict[str, Any] | None
+
+
+NormalizedMessageT: TypeAlias = ThreadMessageTypedDictT
+"""Another name of :class:`ThreadMessageTypedDictT`."""
 
 
 class IThread(ABC):

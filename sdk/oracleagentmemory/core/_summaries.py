@@ -18,7 +18,7 @@ from oracleagentmemory.observability._operation import generate as observed_gene
 
 TRANSCRIPT_FALLBACK_CHARACTERS = 4_000
 """The most a transcript fallback holds (its newest part)."""
-DEFAULT_SUMMARY_TOKEN_BUDGET = 2_000
+DEFAULT_SUMMARY_TOKEN_BUDGET = 1_000
 """The token budget of a summary when the call gives none."""
 
 _INSTRUCTIONS = (

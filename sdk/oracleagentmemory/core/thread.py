@@ -26,6 +26,7 @@ from oracleagentmemory.core._messages import (
     to_message,
 )
 from oracleagentmemory.core._summaries import (
+    DEFAULT_SUMMARY_TOKEN_BUDGET,
     durable_digest,
 )
 from oracleagentmemory.core._thread_context import ThreadContext
@@ -41,10 +42,26 @@ from oracleagentmemory.observability._operation import THREAD, observed
 if TYPE_CHECKING:
     from oracleagentmemory.core.oracleagentmemory import OracleAgentMemory
 
+__all__ = [
+    "CONTEXT_CARD_TOKEN_LIMIT_DEFAULT",
+    "DEFAULT_MESSAGE_HISTORY_LIMIT",
+    "DEFAULT_SUMMARY_TOKEN_BUDGET",
+    "MAX_MESSAGE_TOKEN_LENGTH_DEFAULT",
+    "MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT",
+    "OracleThread",
+]
+
 LOG = logging.getLogger("oracleagentmemory.thread")
 
-RECENT_MESSAGE_WINDOW = 100
+DEFAULT_MESSAGE_HISTORY_LIMIT = 100
 """How many recent messages :meth:`OracleThread.get_messages` returns by default."""
+MAX_MESSAGE_TOKEN_LENGTH_DEFAULT = THREAD_LIMIT_DEFAULTS["max_message_token_length"]
+"""SDK default of ``max_message_token_length``: longer messages are shortened in prompts."""
+MESSAGE_SHORTENING_INPUT_TOKEN_LIMIT_DEFAULT = THREAD_LIMIT_DEFAULTS[
+    "message_shortening_input_token_limit"]
+"""SDK default of ``message_shortening_input_token_limit``: the input budget of shortening."""
+CONTEXT_CARD_TOKEN_LIMIT_DEFAULT = THREAD_LIMIT_DEFAULTS["context_card_token_limit"]
+"""SDK default of ``context_card_token_limit``: the token budget of a context card."""
 
 
 class OracleThread(ThreadContext, IThread):
@@ -307,7 +324,7 @@ class OracleThread(ThreadContext, IThread):
                 raise InvalidArgumentTypeError(f"{name} must be an int or None", argument=name)
         if start is NOT_SET_MARKER and end is NOT_SET_MARKER:
             records = self._store.list_thread_messages(self._thread_id,
-                                                       last_n=RECENT_MESSAGE_WINDOW)
+                                                       last_n=DEFAULT_MESSAGE_HISTORY_LIMIT)
         else:
             records = self._store.list_thread_messages(self._thread_id)
             first = 0 if start in (NOT_SET_MARKER, None) else start
