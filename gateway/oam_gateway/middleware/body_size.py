@@ -2,7 +2,8 @@
 
 A ``Content-Length`` over the limit is refused before a byte of the body is read. A body
 without one (chunked) is counted as it streams: the read that passes the limit fails, and the
-response becomes the 413 problem (whatever the application tried to answer instead).
+response becomes the 413 problem (whatever the application tried to answer instead). A request
+whose length is declared within the limit, or that has no body, is passed on as it is.
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ class BodySizeLimitMiddleware:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        declared = _content_length(scope)
+        declared, counted = _framing(scope)
         if declared is not None and declared > self._max:
             await self._refuse(scope, receive, send)
+            return
+        if not counted:
+            await self._app(scope, receive, send)
             return
         received = 0
         exceeded = False
@@ -70,11 +74,25 @@ class BodySizeLimitMiddleware:
         await response(scope, receive, send)
 
 
-def _content_length(scope: Scope) -> int | None:
+def _framing(scope: Scope) -> tuple[int | None, bool]:
+    """The request's declared ``Content-Length`` (``None``: none, or not a number) and whether
+    its body must be counted as it streams. Only a body framed otherwise must
+    (``Transfer-Encoding``, a length that is not a number or one declared twice): with a valid
+    ``Content-Length`` the server reads that many bytes as the body, and with neither header
+    the body is empty (RFC 9112, 6.3), so such a request goes on without the counting
+    wrappers."""
+    declared: int | None = None
+    counted = False
     for key, value in scope["headers"]:
         if key == b"content-length":
             try:
-                return int(value)
+                length = int(value)
             except ValueError:
-                return None
-    return None
+                counted = True
+                continue
+            if declared is not None:  # declared twice (servers refuse it): trust neither
+                counted = True
+            declared = length if declared is None else max(declared, length)
+        elif key == b"transfer-encoding":
+            counted = True
+    return declared, counted
