@@ -38,6 +38,13 @@ A partition's HNSW scan for one user steps over the rows of the other users hash
 recall@10 against exact search and the database CPU of a search, against the unpartitioned
 table. Sixteen keeps the number of relations (16 partitions, each with its 5 indexes) small for a
 store that holds a few rows, and a partition per 60 users at 1,000 users.
+
+A store with many users can have more (``ddl.repartition_chunks``): a search's database CPU does
+not grow with the count (the same at 16 and 64 when no user shares; the generic plan lists every
+partition, the executor keeps one), while creating a store takes longer (about 0.3 s at 16,
+0.85 s at 64 on a busy 2-core machine). At 16 users x 5,000 random 256-d chunks, 64 partitions
+cut a search's database CPU from 4,400 to 3,300 us and raised recall@10 from 0.70 to 0.78 at the
+same ``ef_search``.
 """
 
 MAX_CHUNK_PARTITIONS = 100

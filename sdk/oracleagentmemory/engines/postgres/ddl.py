@@ -360,7 +360,18 @@ def chunk_indexes(conn: Connection[object], names: StoreNames) -> None:
 
 
 def add_vector_index(conn: Connection[object], names: StoreNames) -> None:
-    """HNSW index (cosine distance) on the chunk embeddings."""
+    """HNSW index (cosine distance) on the chunk embeddings, pgvector's defaults (``m`` 16,
+    ``ef_construction`` 64).
+
+    Measured on one user's 5,000 256-d vectors (recall@10 of a 40-row scan against exact, and
+    the backend's CPU per scan): on random vectors no setting reaches 0.99 for less CPU than
+    ``ef_search`` 400 on these defaults (``m`` 32 reaches 0.97 at ``ef_search`` 100 and 0.997 at
+    200, for about the CPU the defaults spend at 200 and 400; ``ef_construction`` 200 adds
+    0.01-0.02; a ``halfvec`` index gives the same recall for the same CPU); on clustered vectors
+    the defaults find 1.000 at 40. With ``m`` 32 (or 24) the planner can also price the index
+    above a sequential scan of a narrow 5,000-row table, whose generic plan then leaves it (4
+    times the CPU on clustered vectors).
+    """
     conn.execute(
         sql.SQL(
             "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops)"
