@@ -8,6 +8,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -17,6 +18,7 @@ from psycopg.abc import PQGen
 from psycopg.adapt import PyFormat, Transformer
 from psycopg.pq import TransactionStatus
 
+from oracleagentmemory.engines.postgres.security_schema import ASSERTION_SETTING, SEALED_APPLY
 from oracleagentmemory.engines.postgres.session_seals import SessionSeal
 from oracleagentmemory.errors import SecurityContextError
 
@@ -34,9 +36,33 @@ planner cannot fold (``statement_timestamp()`` is not immutable), so it fails on
 _APPLY_OR_FAIL_PARAM = _APPLY_OR_FAIL.replace("%s", "$1").encode()
 _APPLY_SEALED_OR_FAIL = _APPLY_OR_FAIL_PARAM.replace(
     b"oam_sec.apply_assertion($1)", b"oam_sec.apply_assertion($1, $2)")
-"""The apply of a connection the SDK pools (:mod:`.session_seals`), failing as
-:data:`_APPLY_OR_FAIL` does; with the seal as ``$2``. Run as a named prepared statement of the
-connection while its seal is kept, so parsed and planned once per connection."""
+"""The apply of a connection the SDK pools (:mod:`.session_seals`) whose seal is new (the
+database scans the session), failing as :data:`_APPLY_OR_FAIL` does; with the seal as ``$2``.
+While the seal is kept, the named :data:`~.security_schema.SEALED_APPLY` runs instead."""
+
+
+@dataclass(frozen=True)
+class _SealedStatements:
+    """The named statements of a sealed session's flights, prepared together (one number)
+    in the first flight after its clean-session scan passed: parsed once per connection."""
+
+    begin: bytes
+    apply: bytes
+    commit: bytes
+    show: bytes
+
+    @classmethod
+    def numbered(cls, number: int) -> _SealedStatements:
+        return cls(*(f"oam_{kind}_{number}".encode()
+                     for kind in ("begin", "apply", "commit", "show")))
+
+    def prepare(self, pgconn: pq.abc.PGconn) -> int:
+        """Queue their preparation; the number of results it adds."""
+        pgconn.send_prepare(self.begin, b"BEGIN")
+        pgconn.send_prepare(self.apply, SEALED_APPLY.encode())
+        pgconn.send_prepare(self.commit, b"COMMIT")
+        pgconn.send_prepare(self.show, b"SHOW " + ASSERTION_SETTING.encode())
+        return 4
 
 
 def _assertion(security: Any) -> str:
@@ -134,7 +160,7 @@ class ContextTransaction:
                 _roll_back(conn)
                 raise _no_security_schema() from exc
             except psycopg.errors.InvalidSqlStatementName:
-                # The named apply is gone (a rollback through psycopg deallocates every
+                # A named statement is gone (a rollback through psycopg deallocates every
                 # statement of the session): prepared again, once.
                 _roll_back(conn)
                 if attempt == 2:
@@ -192,7 +218,7 @@ class ContextTransaction:
             # ("cached plan must not change result type" after the owner altered a column's
             # type, which would fail it on this connection for good): prepare them again, once.
             _PREPARED.pop(self.conn, None)
-            _APPLY_NAMES.pop(self.conn, None)
+            _SEALED.pop(self.conn, None)
             return _read_in_one_flight(self.conn, self.security, self.assertion, statements,
                                        self.seal)
 
@@ -205,9 +231,9 @@ parameter types.
 Names are never reused, so a statement forgotten here but left on the server is never
 executed for another query."""
 _STATEMENT_NUMBERS = itertools.count()
-_APPLY_NAMES: weakref.WeakKeyDictionary[psycopg.Connection[Any], bytes] = (
+_SEALED: weakref.WeakKeyDictionary[psycopg.Connection[Any], _SealedStatements] = (
     weakref.WeakKeyDictionary())
-"""The sealed apply (:data:`_APPLY_SEALED_OR_FAIL`) prepared on each connection, by name."""
+"""The named statements of each sealed connection (:class:`_SealedStatements`)."""
 MAX_PREPARED_READS = 32
 """Statements prepared per connection for first reads; shapes past them run unnamed (a
 metadata filter's shape is the caller's, and every prepared statement adds to what the apply's
@@ -225,37 +251,41 @@ def _numbered(query: str) -> bytes:
         lambda match: "%" if match.group() == "%%" else f"${next(numbers)}", query).encode()
 
 
-def _queue_apply(conn: psycopg.Connection[Any], assertion: str, seal: SessionSeal | None,
-                 or_fail: bool) -> int:
-    """Queue the apply statement in the connection's pipeline; the number of results it adds
-    (2 when it prepares the sealed apply first).
+def _queue_begin_and_apply(conn: psycopg.Connection[Any], assertion: str,
+                           seal: SessionSeal | None, or_fail: bool
+                           ) -> tuple[_SealedStatements | None, int]:
+    """Queue ``BEGIN`` and the apply statement in the connection's pipeline; the named
+    statements the flight uses (``None``: unnamed ones) and the index of the apply's result.
 
-    Without a seal, the unnamed statement (:data:`_APPLY_OR_FAIL` with ``or_fail``, else
+    Without a seal, unnamed statements (:data:`_APPLY_OR_FAIL` with ``or_fail``, else
     :data:`_APPLY`): parsed anew with each call, so no SQL run earlier on this connection can
-    stand in for it (a named one could be deallocated and replaced). With a new seal (SQL not
+    stand in for them (a named one could be deallocated and replaced). With a new seal (SQL not
     the SDK's may have run on the session since the SDK last had it), the unnamed sealed apply,
-    whose scan then runs; the statement named before is forgotten and never run again. With a
+    whose scan then runs; the statements named before are forgotten and never run again. With a
     kept seal, nothing but the SDK's own statements ran on the session since its last scan,
-    which found no prepared statement of SQL's: the named sealed apply is the SDK's.
+    which found no prepared statement of SQL's: the named statements are the SDK's, prepared
+    in this flight if they are not yet, and the apply is
+    :data:`~.security_schema.SEALED_APPLY`.
     """
     pgconn = conn.pgconn
-    if seal is None:
-        pgconn.send_query_params(_APPLY_OR_FAIL_PARAM if or_fail else _APPLY_PARAM,
-                                 [assertion.encode()])
-        return 1
-    values: list[bytes | None] = [assertion.encode(), seal.token.encode()]
-    if not seal.kept:
-        _APPLY_NAMES.pop(conn, None)
-        pgconn.send_query_params(_APPLY_SEALED_OR_FAIL, values)
-        return 1
-    name = _APPLY_NAMES.get(conn)
-    if name is None:
-        name = _APPLY_NAMES[conn] = f"oam_apply_{next(_STATEMENT_NUMBERS)}".encode()
-        pgconn.send_prepare(name, _APPLY_SEALED_OR_FAIL)
-        pgconn.send_query_prepared(name, values)
-        return 2
-    pgconn.send_query_prepared(name, values)
-    return 1
+    if seal is None or not seal.kept:
+        _SEALED.pop(conn, None)
+        pgconn.send_query_params(b"BEGIN", None)
+        if seal is None:
+            pgconn.send_query_params(_APPLY_OR_FAIL_PARAM if or_fail else _APPLY_PARAM,
+                                     [assertion.encode()])
+        else:
+            pgconn.send_query_params(_APPLY_SEALED_OR_FAIL,
+                                     [assertion.encode(), seal.token.encode()])
+        return None, 1
+    named = _SEALED.get(conn)
+    prepared = 0
+    if named is None:
+        named = _SEALED[conn] = _SealedStatements.numbered(next(_STATEMENT_NUMBERS))
+        prepared = named.prepare(pgconn)
+    pgconn.send_query_prepared(named.begin, None)
+    pgconn.send_query_prepared(named.apply, [assertion.encode(), seal.token.encode()])
+    return named, prepared + 1
 
 
 def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion: str,
@@ -275,11 +305,10 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
     with conn.lock:  # psycopg's own lock: no other statement of the connection between
         pgconn.enter_pipeline_mode()
         try:
-            pgconn.send_query_params(b"BEGIN", None)
             # Nothing named of a session SQL may have reached runs before the database
-            # checked the session (_queue_apply).
-            applied = _queue_apply(conn, assertion, seal, or_fail=True)
-            position = 1 + applied
+            # checked the session (_queue_begin_and_apply).
+            named, applied = _queue_begin_and_apply(conn, assertion, seal, or_fail=True)
+            position = applied + 1
             for query, params in statements:
                 values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
                 key = (query, transformer.types)
@@ -296,14 +325,18 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
                     pgconn.send_query_prepared(name, values, transformer.formats)
                 reads.append(position)
                 position += 1
-            pgconn.send_query_params(b"COMMIT", None)
-            pgconn.send_query_params(b"SHOW oam.end_user_assertion", None)
+            if named is None:
+                pgconn.send_query_params(b"COMMIT", None)
+                pgconn.send_query_params(b"SHOW " + ASSERTION_SETTING.encode(), None)
+            else:
+                pgconn.send_query_prepared(named.commit, None)
+                pgconn.send_query_prepared(named.show, None)
             pgconn.pipeline_sync()
             results = _results(conn, pipeline=True)
         except BaseException:
             for key in new:
                 prepared.pop(key, None)
-            _APPLY_NAMES.pop(conn, None)  # perhaps never prepared either
+            _SEALED.pop(conn, None)  # perhaps never prepared either
             raise
         finally:
             if pgconn.status != pq.ConnStatus.BAD:
@@ -317,9 +350,9 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
             prepared.pop(key, None)
         error = _error(conn, results[failed])
         if failed <= applied:  # BEGIN or the apply: the server ran none of the statements
-            _APPLY_NAMES.pop(conn, None)
+            _SEALED.pop(conn, None)
             if isinstance(error, psycopg.errors.InvalidSqlStatementName):
-                _roll_back(conn)  # the named apply is gone: read_first prepares it again
+                _roll_back(conn)  # a named statement is gone: read_first prepares them again
                 raise error
             conn.close()
             if isinstance(error, psycopg.errors.UndefinedFunction):
@@ -419,10 +452,10 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str,
 
     libpq's pipeline directly rather than psycopg's ``Connection.pipeline()``, whose bookkeeping
     costs more than the round trip it saves. psycopg then sees the open transaction (it reads
-    the status from libpq) and sends no ``BEGIN`` of its own. The apply is queued by
-    :func:`_queue_apply` (the sealed apply when ``seal`` is given). The apply also gives the
-    transaction ``plan_cache_mode = force_generic_plan`` (a search's HNSW round, whose plan
-    depends on the values, sets ``auto`` again). Raises the database
+    the status from libpq) and sends no ``BEGIN`` of its own. Both are queued by
+    :func:`_queue_begin_and_apply` (the sealed apply when ``seal`` is given). The apply also
+    gives the transaction ``plan_cache_mode = force_generic_plan`` (a search's HNSW round, whose
+    plan depends on the values, sets ``auto`` again). Raises the database
     error of the first failing statement, with the transaction left open for the caller to roll
     back.
     """
@@ -430,8 +463,7 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str,
     with conn.lock:
         pgconn.enter_pipeline_mode()
         try:
-            pgconn.send_query_params(b"BEGIN", None)
-            _queue_apply(conn, assertion, seal, or_fail=False)
+            _queue_begin_and_apply(conn, assertion, seal, or_fail=False)
             pgconn.pipeline_sync()
             results = _results(conn, pipeline=True)
         finally:
@@ -451,7 +483,7 @@ def _roll_back(conn: psycopg.Connection[Any]) -> None:
     on this connection, for every later caller of the pool (a ``ROLLBACK`` sent through libpq
     directly hid the rollback from psycopg and left the entry in place).
     """
-    _APPLY_NAMES.pop(conn, None)  # psycopg's rollback may deallocate it
+    _SEALED.pop(conn, None)  # psycopg's rollback may deallocate them
     with suppress(psycopg.Error):  # a broken session: the check finds it closed or discards it
         conn.rollback()
     clear_security_context(conn)

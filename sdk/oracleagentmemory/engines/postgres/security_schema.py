@@ -23,6 +23,10 @@ lookup of the current assertion in the caller's own rows of that table
 unexpired and no grant, end user, data role or application has changed since it was verified
 (``oam_sec.grants_version``, bumped by triggers), so a revoke takes effect at the runtime's next
 statement. The runtime can read its own backend's rows and write none.
+
+On a session the SDK alone used since its last clean-session scan, the SDK applies with
+:data:`SEALED_APPLY` instead: the same steps as plain SQL over what PUBLIC may read, handing
+every case but a kept seal and an assertion verified already to ``apply_assertion``.
 """
 
 from __future__ import annotations
@@ -91,6 +95,33 @@ runs as the end user, or make it misread results. Checked before every assertion
 - no holdable cursor (a ``WITH HOLD`` cursor outlives the transaction that declared it; others
   end with it, and the apply opens the transaction).
 """
+
+_REFUSE = ("pg_catalog.int4div(1, pg_catalog.int4(pg_catalog.statement_timestamp() IS NULL))"
+           "::pg_catalog.text")
+"""Division by zero, which the planner cannot fold: how an apply refuses in a pipeline, so the
+server skips every statement queued after it."""
+
+SEALED_APPLY = f"""SELECT COALESCE(
+    (SELECT c.username FROM oam_sec.session_end_user c WHERE s.kept AND {_CURRENT_VERIFICATION}),
+    oam_sec.apply_assertion($1, $2),
+    {_REFUSE})
+  FROM (SELECT coalesce({_SESSION_SETTINGS}
+                   AND pg_catalog.current_setting('{SEAL_SETTING}', true)
+                       OPERATOR(pg_catalog.=) $2, false) AS kept,
+               pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true) AS plans,
+               pg_catalog.set_config('{ASSERTION_SETTING}', $1, true) AS assertion
+        OFFSET 0) s"""
+"""The apply of a session the SDK alone used since its last clean-session scan
+(``session_seals``): the steps of ``oam_sec.apply_assertion($1, $2)`` when the seal ``$2`` is
+the session's and the assertion ``$1`` verified already, as plain SQL of the runtime login (no
+``SECURITY DEFINER``, no ``SET search_path``, no PL/pgSQL: it reads only what PUBLIC may read,
+and every name and operator is schema-qualified). It sets the transaction's generic plans and
+assertion, checks the settings the SDK reads results with and the seal, and looks the assertion
+up in the session's verified assertions (the lookup is a sub-plan of ``s``'s one row, so it runs
+after the assertion is set). Any other case (settings, seal, an assertion not verified here yet,
+expired, or verified before a grant changed) is ``oam_sec.apply_assertion``'s, which scans,
+verifies or refuses; a refusal fails the statement (:data:`_REFUSE`). The SDK runs it only as a
+named statement of a sealed session, prepared after its scan passed."""
 
 INSTALL_STATEMENTS: tuple[str, ...] = (
     "CREATE SCHEMA IF NOT EXISTS oam_sec",

@@ -24,7 +24,11 @@ and on a pool this module builds the SDK knows when that is:
   no longer sends either, so that too only costs a scan.
 
 So the scan is skipped exactly when the only SQL the session has run since it passed the scan
-is the SDK's own, which creates none of what the scan looks for. Connections the SDK does not
+is the SDK's own, which creates none of what the scan looks for. For the same reason the engine
+then runs its flights on named statements of the session, prepared once after a scan passed
+(``context_sql``: ``BEGIN``, the apply, ``COMMIT``, the end check), and the apply is plain SQL
+(``security_schema.SEALED_APPLY``) that hands any case but a kept seal and an assertion
+verified already to ``oam_sec.apply_assertion``. Connections the SDK does not
 pool (an application's own connection or ``ConnectionPool``) are scanned on every apply.
 What this cannot see is Python code that keeps using a connection object after returning it
 to the pool (psycopg_pool forbids it); such code could equally read the application key. And it
