@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from oracleagentmemory.apis.keyset import OlderThan
 from oracleagentmemory.apis.records import MessageRecord, Record, RecordStatus
 from oracleagentmemory.apis.relations import RecordRelation
 from oracleagentmemory.apis.ttl import TimeToLiveAnchor
+from oracleagentmemory.errors import InvalidArgumentError
 
 __all__ = [
     "MAX_LIST_LIMIT",
@@ -54,7 +56,9 @@ class PendingRecordBatch:
     """One logical batch of records prepared by the caller for :meth:`IMemoryStore.add_batches`.
 
     Fields take the same values as the arguments of :meth:`IMemoryStore.add`; fields left at
-    ``NOT_SET_MARKER`` behave as omitted arguments.
+    ``NOT_SET_MARKER`` behave as omitted arguments. ``texts`` is the deprecated spelling of
+    ``contents`` (it warns; giving both raises :class:`InvalidArgumentError`) and afterwards
+    always equals it.
     """
 
     contents: Omittable[RecordContents] = NOT_SET_MARKER
@@ -71,6 +75,17 @@ class PendingRecordBatch:
     ttl_days: Omittable[OneOrEach[int | None]] = NOT_SET_MARKER
     ttl_anchor: Omittable[OneOrEach[TimeToLiveAnchor]] = NOT_SET_MARKER
     statuses: Omittable[OneOrEach[RecordStatus]] = NOT_SET_MARKER
+    texts: Omittable[RecordContents] = NOT_SET_MARKER
+
+    def __post_init__(self) -> None:
+        if self.texts is not NOT_SET_MARKER:
+            if self.contents is not NOT_SET_MARKER:
+                raise InvalidArgumentError(
+                    "give contents or its deprecated alias texts, not both", argument="texts")
+            warnings.warn("PendingRecordBatch(texts=...) is deprecated: use contents=",
+                          DeprecationWarning, stacklevel=3)
+            self.contents = self.texts
+        self.texts = self.contents
 
 
 class IMemoryStore(ABC):

@@ -7,7 +7,7 @@ from abc import ABC
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 from uuid import uuid4
 
 JsonSchema: TypeAlias = dict[str, Any]
@@ -34,6 +34,9 @@ class MessageContent(ABC):  # noqa: B024 - abstract by role, not by method
 class TextContent(MessageContent):
     """A text part of a message: ``TextContent("Hello")``."""
 
+    type: ClassVar[str] = "text"
+    """The part's kind, as chat payloads name it."""
+
     text: str
 
 
@@ -41,6 +44,9 @@ class TextContent(MessageContent):
 class ImageContent(MessageContent):
     """An image part of a message: its bytes (``None`` when not loaded), format and an optional
     text description used for search and prompts."""
+
+    type: ClassVar[str] = "image"
+    """The part's kind, as chat payloads name it."""
 
     bytes: builtins.bytes | None
     mime_type: ImageMimeType

@@ -69,7 +69,7 @@ class Record:
     timestamp: str | None = None
     metadata: MetadataValue = field(default=None, hash=False)
     status: RecordStatus = RecordStatus.VALID
-    linked_results: LinkedResults = field(default=(), hash=False)
+    linked_results: LinkedResults = field(default_factory=tuple, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

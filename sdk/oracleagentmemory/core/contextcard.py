@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import string
 from collections.abc import Sequence
 
 from oracleagentmemory.apis.message import Message
 from oracleagentmemory.apis.searchresult import SearchResult
 from oracleagentmemory.apis.summary import ContextCard, Summary
 from oracleagentmemory.core._xmltext import escape_text
+from oracleagentmemory.errors import InvalidArgumentError, InvalidArgumentTypeError
+
+__all__ = ["DEFAULT_MESSAGE_FORMAT", "OracleContextCard", "OracleSummary"]
+
+DEFAULT_MESSAGE_FORMAT = ("<message>\n  <timestamp>{timestamp}</timestamp>\n  <role>{role}</role>\n"
+                          "  <content>{content}</content>\n</message>")
+"""How a context card renders each recent message: a ``str.format`` template over
+``{timestamp}``, ``{role}`` and ``{content}`` (each XML-escaped)."""
+
+_MESSAGE_FIELDS = frozenset({"timestamp", "role", "content"})
 
 
 class OracleSummary(Summary):
@@ -31,11 +42,14 @@ class OracleSummary(Summary):
 
 
 class OracleContextCard(ContextCard):
-    """A thread's context card; :attr:`content` is the rendered card (XML-safe)."""
+    """A thread's context card; :attr:`content` is the rendered card (XML-safe), each recent
+    message rendered by ``message_format`` (:data:`DEFAULT_MESSAGE_FORMAT`)."""
 
     def __init__(self, summary: str, topics: Sequence[str] | None = None,
                  relevant_results: Sequence[SearchResult] | None = None,
-                 recent_messages: Sequence[Message] | None = None) -> None:
+                 recent_messages: Sequence[Message] | None = None,
+                 message_format: str = DEFAULT_MESSAGE_FORMAT) -> None:
+        self.message_format = _checked_format(message_format)
         self.summary = summary
         self.topics = list(topics or [])
         self.relevant_results = list(relevant_results or [])
@@ -67,15 +81,29 @@ class OracleContextCard(ContextCard):
         if self.recent_messages:
             parts.append("  <recent_messages>")
             for message in self.recent_messages:
-                parts.extend(f"    {line}" for line in _message_xml(message).splitlines())
+                parts.extend(f"    {line}" for line in self.message_format.format(
+                    timestamp=escape_text(message.timestamp or ""),
+                    role=escape_text(message.role),
+                    content=escape_text(message.text)).splitlines())
             parts.append("  </recent_messages>")
         parts.append("</context_card>")
         return "\n".join(parts)
 
 
-def _message_xml(message: Message) -> str:
-    return ("<message>\n"
-            f"  <timestamp>{escape_text(message.timestamp or '')}</timestamp>\n"
-            f"  <role>{escape_text(message.role)}</role>\n"
-            f"  <content>{escape_text(message.text)}</content>\n"
-            "</message>")
+def _checked_format(message_format: object) -> str:
+    """``message_format`` if it is a ``str.format`` template naming only the message fields."""
+    if not isinstance(message_format, str):
+        raise InvalidArgumentTypeError(
+            f"message_format must be a str, got {type(message_format).__name__}",
+            argument="message_format")
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(message_format)
+                 if name is not None}
+    except ValueError as exc:
+        raise InvalidArgumentError(f"message_format is not a format string: {exc}",
+                                   argument="message_format") from None
+    if not names <= _MESSAGE_FIELDS:
+        raise InvalidArgumentError(
+            f"message_format may name only {{timestamp}}, {{role}} and {{content}}, got "
+            f"{sorted(names - _MESSAGE_FIELDS)}", argument="message_format")
+    return message_format

@@ -9,17 +9,36 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from oracleagentmemory.errors import EmbeddingServiceError
+
 DEFAULT_MAX_INPUT_TOKENS = 512
 """Conservative input budget (tokens per text) assumed when an embedder does not state its own."""
+
+
+DIMENSION_PROBE_TEXT = "dimension probe"
+"""The text the default :attr:`IEmbedder.embedding_dimension` embeds once."""
 
 
 class IEmbedder(ABC):
     """Turns texts into fixed-dimension vectors."""
 
+    _inferred_embedding_dimension: int | None = None
+
     @property
-    @abstractmethod
     def embedding_dimension(self) -> int:
-        """Dimension of every vector this embedder returns."""
+        """Dimension of every vector this embedder returns.
+
+        The default embeds one probe text the first time it is read and keeps that vector's
+        width; override it when the width is known from configuration.
+        """
+        if self._inferred_embedding_dimension is None:
+            probe = np.asarray(self.embed([DIMENSION_PROBE_TEXT]))
+            if probe.ndim != 2 or probe.shape[0] != 1 or probe.shape[1] < 1:
+                raise EmbeddingServiceError(
+                    f"{type(self).__name__}.embed returned shape {probe.shape} for one text; "
+                    "expected (1, dimension)")
+            self._inferred_embedding_dimension = int(probe.shape[1])
+        return self._inferred_embedding_dimension
 
     @property
     def max_input_tokens(self) -> int:
