@@ -210,3 +210,13 @@ def test_query_prefix_and_normalize_apply_around_the_engine(
     plain = OracleDBEmbedder(pool, "doc_model", embedding_dimension=2, query_prefix="")
     assert plain.query_prefix is None and plain._prepared(["x"], True) == ["x"]
     assert plain._finish(np.array([[3.0, 4.0]], dtype=np.float32)).tolist() == [[3.0, 4.0]]
+
+
+def test_sparse_vectors_are_expanded_and_other_values_refused() -> None:
+    rows = [(1, oracledb.SparseVector(4, [0, 3], [1.5, 2.0])),
+            (2, oracledb.SparseVector(4, [], []))]
+    assert embedding.vectors_from_rows(rows, 2, 4, "M").tolist() == [[1.5, 0.0, 0.0, 2.0],
+                                                                      [0.0, 0.0, 0.0, 0.0]]
+    assert embedding.vectors_from_rows(rows[:1], 1, None, "M").shape == (1, 4)
+    with pytest.raises(EmbeddingServiceError, match="not a vector"):
+        embedding.vectors_from_rows([(1, "0.5,0.5")], 1, None, "M")

@@ -188,7 +188,7 @@ def vectors_from_rows(rows: Sequence[Sequence[Any]], count: int, dimension: int 
         if value is None:
             raise EmbeddingServiceError(
                 f"in-database model {model} returned no embedding for text {n}")
-        vector = np.asarray(value, dtype=np.float32)
+        vector = _dense(value, model, n)
         if dimension is None and vector.ndim == 1 and 1 <= len(vector) <= MAX_VECTOR_DIM:
             dimension = len(vector)
         if vector.shape != (dimension,):
@@ -203,6 +203,25 @@ def vectors_from_rows(rows: Sequence[Sequence[Any]], count: int, dimension: int 
     if not np.all(np.isfinite(vectors)):
         raise EmbeddingServiceError(f"in-database model {model} returned non-finite values")
     return vectors
+
+
+def _dense(value: Any, model: str, n: int) -> npt.NDArray[np.float32]:
+    """One fetched vector as a dense float32 array (a ``SPARSE`` vector is expanded)."""
+    if isinstance(value, oracledb.SparseVector):
+        dense = np.zeros(value.num_dimensions, dtype=np.float32)
+        indices = np.asarray(value.indices, dtype=np.int64)
+        if indices.size and (indices.min() < 0 or indices.max() >= value.num_dimensions):
+            raise EmbeddingServiceError(
+                f"in-database model {model} returned a sparse vector for text {n} whose "
+                f"indices fall outside its {value.num_dimensions} dimensions")
+        dense[indices] = np.asarray(value.values, dtype=np.float32)
+        return dense
+    try:
+        return np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise EmbeddingServiceError(
+            f"in-database model {model} returned a {type(value).__name__} for text {n}, "
+            "not a vector") from None
 
 
 def _failure(exc: oracledb.Error, model: str) -> Exception:
