@@ -35,7 +35,11 @@ from oracleagentmemory.engines.layout import search_arms
 from oracleagentmemory.engines.postgres import names as q
 from oracleagentmemory.engines.postgres.ddl import TEXT_SEARCH_CONFIG
 from oracleagentmemory.engines.postgres.filters import render_filter, scope_predicates
-from oracleagentmemory.engines.postgres.turn_windows import window_tail
+from oracleagentmemory.engines.postgres.turn_windows import (
+    SEEDS_PER_RESULT,
+    vector_window,
+    window_tail,
+)
 from oracleagentmemory.engines.scan_choices import ScanChoices
 
 MAX_EF_SEARCH = 1000
@@ -401,20 +405,27 @@ def _vector_arms(names: StoreNames, plan: SearchPlan, budget: int, exact: bool,
 
     ``scoped`` (with ``exact``): the chunk filters keep few chunks (:func:`_few_scoped_chunks`),
     so each arm sorts them all before probing their parents (:func:`_scoped_vector_arm`).
+    The message arm ranks turn windows of its best chunks (``turn_windows.vector_window``).
+    Rows are ``record_type, record_id, user_id, d``.
     """
     # "+ 0" hides the operator from the planner, which then scans the filtered rows exactly.
     order = "(c.embedding <=> %s::vector) + 0" if exact else "c.embedding <=> %s::vector"
     arms: list[sql.Composable] = []
     for parent, types in _arms(plan):
+        seeds = SEEDS_PER_RESULT if parent == "message" else 1  # a message arm's seeds
         if exact and scoped:
-            arms.append(_scoped_vector_arm(names, plan, parent, types, budget, params))
-            continue
-        source, where, where_params = _join_and_filters(names, plan, parent, types)
-        arms.append(sql.SQL(
-            "(SELECT c.record_type, c.record_id, (c.embedding <=> %s::vector) AS d FROM {} "
-            "WHERE {} AND c.embedding IS NOT NULL ORDER BY " + order + " LIMIT %s)"
-        ).format(source, where))
-        params.extend([plan.vector, *where_params, plan.vector, budget])
+            arm = _scoped_vector_arm(names, plan, parent, types, budget * seeds, params)
+        else:
+            source, where, where_params = _join_and_filters(names, plan, parent, types)
+            arm = sql.SQL(
+                "(SELECT c.record_type, c.record_id, c.user_id, (c.embedding <=> %s::vector) AS d "
+                "FROM {} WHERE {} AND c.embedding IS NOT NULL ORDER BY " + order + " LIMIT %s{})"
+            ).format(source, where, sql.SQL(" * {}").format(sql.Literal(seeds)) if seeds > 1
+                     else sql.SQL(""))
+            params.extend([plan.vector, *where_params, plan.vector, budget])
+        if parent == "message":
+            arm = vector_window(names, plan, budget, arm, *_parent_filters(plan, parent), params)
+        arms.append(arm)
     return arms
 
 
@@ -437,10 +448,11 @@ def _scoped_vector_arm(names: StoreNames, plan: SearchPlan, parent: str,
     parent_where, parent_params = _parent_filters(plan, parent)
     params.extend([plan.vector, *chunk_params, *parent_params])
     return sql.SQL(
-        "(SELECT c.record_type, c.record_id, c.d FROM (SELECT c.record_type, c.record_id, "
-        "c.user_id, (c.embedding <=> %s::vector) + 0 AS d FROM {chunks} c WHERE {chunk_where} "
-        "AND c.embedding IS NOT NULL ORDER BY d) c CROSS JOIN LATERAL (SELECT 1 FROM {parent} p "
-        "WHERE {join} AND {parent_where} LIMIT 1) p ORDER BY c.d LIMIT {budget})"
+        "(SELECT c.record_type, c.record_id, c.user_id, c.d FROM (SELECT c.record_type, "
+        "c.record_id, c.user_id, (c.embedding <=> %s::vector) + 0 AS d FROM {chunks} c "
+        "WHERE {chunk_where} AND c.embedding IS NOT NULL ORDER BY d) c "
+        "CROSS JOIN LATERAL (SELECT 1 FROM {parent} p WHERE {join} AND {parent_where} LIMIT 1) p "
+        "ORDER BY c.d LIMIT {budget})"
     ).format(budget=sql.Literal(budget),
         chunks=q.table(names, "record_chunks"), chunk_where=sql.SQL(" AND ").join(chunk_where),
         parent=q.table(names, parent), join=_parent_join(parent),

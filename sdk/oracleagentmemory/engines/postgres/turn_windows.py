@@ -17,6 +17,12 @@ recall@5/@10 0.537/0.617 without any, the window alone 0.611/0.711 (one turn eit
 messages of the same thread and owner whose ``seq_no`` lies within the window (the
 ``(thread_id, seq_no)`` index), and pass the same scope, validity, expiry and metadata filters
 as every other result, under the caller's row-level security.
+
+The vector arm of messages ranks windows too (:func:`vector_window`): the squared similarities
+of its best chunks spread over their neighbours with the same weights. On the same half (vector
+search, WordLlama 256-d) it raises recall@5/@10 from 0.334/0.409 to about 0.40/0.48, in each of
+the five conversations; fused with the keyword side (``core._hybrid_fusion``) it changes
+little, since the keyword ranking finds most of what it finds.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from oracleagentmemory.engines.postgres.ddl import TEXT_SEARCH_CONFIG
 from oracleagentmemory.engines.postgres.filters import scope_predicates
 
 __all__ = ["MONTHS", "MONTH_MENTION", "NAMED_MONTH_BOOST", "NAMED_SPEAKER_BOOST",
-           "NEIGHBOUR_WEIGHTS", "SEEDS_PER_RESULT", "WINDOW", "window_tail"]
+           "NEIGHBOUR_WEIGHTS", "SEEDS_PER_RESULT", "WINDOW", "vector_window", "window_tail"]
 
 NEIGHBOUR_WEIGHTS = (1.0, 0.5, 0.25)
 """The weight of a matching message's score at 0, 1 and 2 turns from the message ranked."""
@@ -41,7 +47,8 @@ WINDOW = len(NEIGHBOUR_WEIGHTS) - 1
 NAMED_SPEAKER_BOOST = 2.0
 """The factor of a message whose role the query names (the role analysed as the text is)."""
 SEEDS_PER_RESULT = 2
-"""Matching messages whose windows are scored, per row the round returns (best first). On
+"""Matching messages (or a vector arm's nearest chunks) whose windows are scored, per row the
+round returns (best first). On
 LoCoMo's development half 2 keeps the recall of 4 (1 loses 0.01) and costs 8.3 ms of server CPU
 per keyword round against 9.2 (6.4 without windows)."""
 NAMED_MONTH_BOOST = 2.0
@@ -108,3 +115,43 @@ def window_tail(names: StoreNames, plan: SearchPlan, budget: int, score: sql.Com
              budget=sql.Literal(budget), config=sql.Literal(TEXT_SEARCH_CONFIG),
              months=sql.Literal(list(MONTHS)), mention=sql.Literal(MONTH_MENTION),
              month_boost=sql.Literal(NAMED_MONTH_BOOST))
+
+
+def vector_window(names: StoreNames, plan: SearchPlan, budget: int, seeds: sql.Composable,
+                  parent_where: list[sql.Composable], parent_params: list[Any],
+                  params: list[Any]) -> sql.Composable:
+    """A message vector arm ranked by turn windows, as the keyword arm is.
+
+    ``seeds`` is the arm's statement for the best chunks (``record_type, record_id, user_id,
+    d``, cosine distance, ``budget * SEEDS_PER_RESULT`` of them); its parameters are already in
+    ``params``. A seed's similarity ``max(0, 1 - d)`` is squared (so a close match outweighs
+    several loose ones) and spread over its window with :data:`NEIGHBOUR_WEIGHTS`; a message's
+    score is the sum over the windows it lies in, and its distance ``max(0, 1 - sqrt(score))``:
+    the cosine distance of a message no other seed is near. Returns the ``budget`` best as
+    ``record_type, record_id, user_id, d``; neighbours pass ``parent_where`` (with
+    ``parent_params``) and the scope, as in :func:`window_tail`.
+    """
+    scope, scope_params = scope_predicates(plan.scope.items(), alias="p")
+    where = [*scope, *parent_where] or [sql.SQL("true")]
+    weight = sql.SQL("CASE abs(p.seq_no - s.seq_no) {} END").format(sql.SQL(" ").join(
+        sql.SQL("WHEN {} THEN {}::float8").format(sql.Literal(n), sql.Literal(w))
+        for n, w in enumerate(NEIGHBOUR_WEIGHTS) if n))
+    params.extend([*scope_params, *parent_params])
+    message = q.table(names, "message")
+    return sql.SQL(
+        "(WITH vs AS MATERIALIZED ({seeds}), "
+        "s AS (SELECT p.id, p.user_id, p.thread_id, p.seq_no, "
+        "power(greatest(1 - min(vs.d), 0), 2)::float8 AS score "
+        "FROM vs JOIN {message} p ON p.id = vs.record_id "
+        "AND p.user_id IS NOT DISTINCT FROM vs.user_id "
+        "GROUP BY p.id, p.user_id, p.thread_id, p.seq_no), "
+        "w AS (SELECT s.id, s.user_id, s.score FROM s UNION ALL "
+        "SELECT p.id, p.user_id, s.score * {weight} FROM s JOIN {message} p "
+        "ON p.thread_id = s.thread_id AND p.user_id IS NOT DISTINCT FROM s.user_id "
+        "AND p.seq_no BETWEEN s.seq_no - {window} AND s.seq_no + {window} "
+        "AND p.seq_no <> s.seq_no WHERE {where}) "
+        "SELECT 'message'::text AS record_type, w.id AS record_id, w.user_id, "
+        "greatest(1 - sqrt(sum(w.score)), 0) AS d FROM w GROUP BY w.id, w.user_id "
+        "ORDER BY d LIMIT {budget})"
+    ).format(seeds=seeds, message=message, weight=weight, window=sql.Literal(WINDOW),
+             where=sql.SQL(" AND ").join(where), budget=sql.Literal(budget))
