@@ -250,6 +250,9 @@ def load_corpus(url: str, size: int, words: list[str], options: LoadOptions) -> 
             fill_corpus(corpus, url, words, options)
         if options.partitions:
             repartition(url, corpus, options.partitions, options.build_memory)
+        count, sharing = partition_sharing(url, corpus)
+        print(f"  {size:,} chunks: {count} partitions, at most {sharing} users in one",
+              flush=True)
         corpus.has_hnsw = has_hnsw_index(url, corpus)
         if not corpus.has_hnsw:
             print(f"  {size:,} chunks: no HNSW index (--no-hnsw-index): the hnsw ways are "
@@ -315,20 +318,26 @@ def build_hnsw_index(url: str, corpus: Corpus, build_memory: str) -> None:
 
 def repartition(url: str, corpus: Corpus, partitions: int, build_memory: str) -> None:
     """Give the store's chunks ``partitions`` hash partitions (``ddl.repartition_chunks``, indexes
-    built again) and say how many users share the most shared one."""
-    names = corpus.stores["creator"]._names
+    built again)."""
     start = time.perf_counter()
     with psycopg.connect(url) as conn:
         conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(build_memory)))
-        repartition_chunks(conn, names, partitions)
+        repartition_chunks(conn, corpus.stores["creator"]._names, partitions)
         conn.commit()
+    print(f"  {corpus.size:,} chunks: moved to {partitions} partitions in "
+          f"{time.perf_counter() - start:.1f} s", flush=True)
+    vacuum_analyze(url, corpus)
+
+
+def partition_sharing(url: str, corpus: Corpus) -> tuple[int, int]:
+    """The store's chunk partition count and the most users any one partition holds (a user's
+    HNSW scan steps over the chunks of the others)."""
+    names = corpus.stores["creator"]._names
+    with psycopg.connect(url) as conn:
         row = conn.execute(sql.SQL(
             "SELECT max(n) FROM (SELECT count(DISTINCT user_id) AS n FROM {} GROUP BY tableoid) s"
         ).format(pg_names.table(names, "record_chunks"))).fetchone()
-        count = partition_count(conn, names)
-    print(f"  {corpus.size:,} chunks: {count} partitions in {time.perf_counter() - start:.1f} s, "
-          f"at most {row[0] if row else 0} users in one", flush=True)
-    vacuum_analyze(url, corpus)
+        return partition_count(conn, names), int(row[0]) if row and row[0] is not None else 0
 
 
 def has_hnsw_index(url: str, corpus: Corpus) -> bool:
