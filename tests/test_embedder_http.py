@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 from model_server import ModelServer, Reply, Seen, running_model_server
+from oracleagentmemory._notset import NOT_SET_MARKER
 from oracleagentmemory.apis.embedders import IEmbedder
 from oracleagentmemory.core.embedders import Embedder
 from oracleagentmemory.errors import (
@@ -52,7 +54,7 @@ def unit(text: str) -> np.ndarray[Any, np.dtype[np.float32]]:
 
 
 def test_embeds_in_batches_normalised_in_input_order(server: ModelServer) -> None:
-    embedder = make(server, batch_size=2, max_input_tokens=300)
+    embedder = make(server, batch_size=2, max_input_tokens=300, normalize=True)
     assert isinstance(embedder, IEmbedder)
     texts = ["alpha", "beta", "gamma", "delta", "epsilon"]
 
@@ -79,8 +81,10 @@ def test_prefixes_dimensions_and_extra_fields_are_sent(server: ModelServer) -> N
 
 
 def test_unnormalised_vectors_are_returned_as_served(server: ModelServer) -> None:
-    [row] = make(server, normalize=False).embed(["raw"])
-    np.testing.assert_allclose(row, np.asarray(vector("raw"), dtype=np.float32))
+    """As the vendor's Embedder: vectors are normalised only when ``normalize`` is true."""
+    for embedder in (make(server, normalize=False), make(server)):
+        [row] = embedder.embed(["raw"])
+        np.testing.assert_allclose(row, np.asarray(vector("raw"), dtype=np.float32))
 
 
 def test_dimension_is_learnt_from_the_service(server: ModelServer) -> None:
@@ -134,7 +138,7 @@ def test_timeout_is_typed(server: ModelServer) -> None:
 
 def test_embed_async_sends_batches_concurrently_within_the_bound(server: ModelServer) -> None:
     server.handle("/embeddings", lambda seen: Reply(json=embeddings(seen).json, delay=0.2))
-    embedder = make(server, batch_size=1, max_concurrent_requests=3)
+    embedder = make(server, batch_size=1, max_concurrent_requests=3, normalize=True)
     texts = [f"t{n}" for n in range(7)]
 
     vectors = asyncio.run(embedder.embed_async(texts, is_query=True))
@@ -157,3 +161,22 @@ def test_invalid_arguments_are_typed(server: ModelServer) -> None:
     with pytest.raises(InvalidArgumentTypeError, match=r"texts\[1\]"):
         embedder.embed(["ok", 3])  # type: ignore[list-item]
     assert server.requests == []
+
+
+def test_every_argument_but_the_model_may_be_omitted(server: ModelServer) -> None:
+    """The vendor's declared defaults: ``NOT_SET_MARKER`` for each, meaning omitted."""
+    parameters = list(inspect.signature(Embedder).parameters.values())
+    declared = parameters[1:14]
+    assert [p.name for p in declared] == [
+        "api_base", "api_key", "embedding_dimension", "max_input_tokens", "normalize",
+        "query_prefix", "document_prefix", "truncate_prompt_tokens", "key_file", "cert_file",
+        "ca_file", "proxy", "trust_env"]
+    assert all(p.default is NOT_SET_MARKER for p in declared)
+    omitted = Embedder("embed-model", server.base_url, "k", NOT_SET_MARKER, NOT_SET_MARKER,
+                       NOT_SET_MARKER, NOT_SET_MARKER, NOT_SET_MARKER, NOT_SET_MARKER,
+                       NOT_SET_MARKER, NOT_SET_MARKER, NOT_SET_MARKER, NOT_SET_MARKER,
+                       NOT_SET_MARKER)
+    assert omitted.embedding_dimension == DIM and omitted.max_input_tokens == 512
+    [row] = omitted.embed(["raw"], is_query=True)
+    np.testing.assert_allclose(row, np.asarray(vector("raw"), dtype=np.float32))
+    assert server.bodies("/embeddings")[-1] == {"model": "embed-model", "input": ["raw"]}

@@ -6,11 +6,12 @@ import asyncio
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from oracleagentmemory._notset import NOT_SET_MARKER, _NotSetMarker
 from oracleagentmemory.core._modelhttp import (
     HttpModelClient,
     ModelHttpClient,
@@ -28,6 +29,13 @@ from oracleagentmemory.errors import (
 
 DEFAULT_API_BASE = "https://api.openai.com/v1"
 
+T = TypeVar("T")
+
+
+def _given(value: T | _NotSetMarker) -> T | None:
+    """``value``, or ``None`` when it was omitted."""
+    return None if isinstance(value, _NotSetMarker) else value
+
 
 class Embedder(InputBudget, HttpModelClient):
     """Embeds through ``POST {api_base}/embeddings`` (OpenAI, vLLM, Ollama, LiteLLM, TEI...).
@@ -37,8 +45,9 @@ class Embedder(InputBudget, HttpModelClient):
     it is also sent as ``dimensions`` (models that can shorten their vectors).
     ``query_prefix`` / ``document_prefix`` are prepended to query / document texts (models such
     as e5 or bge expect ``"query: "``). ``truncate_prompt_tokens`` is sent as is (vLLM truncates
-    inputs to it). Vectors are L2-normalised when ``normalize`` is true. Other keywords are sent
-    in every request body.
+    inputs to it). Vectors are L2-normalised when ``normalize`` is true (default false: returned
+    as served). Other keywords are sent in every request body. Every argument but ``model``
+    may be omitted (``NOT_SET_MARKER``); ``trust_env`` defaults to true.
 
     Texts go in batches of ``batch_size``. Requests time out after ``connect_timeout`` /
     ``read_timeout`` seconds, are retried up to ``max_retries`` times on HTTP 408/409/429/5xx
@@ -50,19 +59,19 @@ class Embedder(InputBudget, HttpModelClient):
     def __init__(
         self,
         model: str,
-        api_base: str | None = None,
-        api_key: str | None = None,
-        embedding_dimension: int | None = None,
-        max_input_tokens: int | None = None,
-        normalize: bool = True,
-        query_prefix: str | None = None,
-        document_prefix: str | None = None,
-        truncate_prompt_tokens: int | None = None,
-        key_file: str | None = None,
-        cert_file: str | None = None,
-        ca_file: str | None = None,
-        proxy: str | None = None,
-        trust_env: bool = True,
+        api_base: str | None | _NotSetMarker = NOT_SET_MARKER,
+        api_key: str | None | _NotSetMarker = NOT_SET_MARKER,
+        embedding_dimension: int | None | _NotSetMarker = NOT_SET_MARKER,
+        max_input_tokens: int | None | _NotSetMarker = NOT_SET_MARKER,
+        normalize: bool | _NotSetMarker = NOT_SET_MARKER,
+        query_prefix: str | None | _NotSetMarker = NOT_SET_MARKER,
+        document_prefix: str | None | _NotSetMarker = NOT_SET_MARKER,
+        truncate_prompt_tokens: int | None | _NotSetMarker = NOT_SET_MARKER,
+        key_file: str | None | _NotSetMarker = NOT_SET_MARKER,
+        cert_file: str | None | _NotSetMarker = NOT_SET_MARKER,
+        ca_file: str | None | _NotSetMarker = NOT_SET_MARKER,
+        proxy: str | None | _NotSetMarker = NOT_SET_MARKER,
+        trust_env: bool | _NotSetMarker = NOT_SET_MARKER,
         *,
         batch_size: int = 64,
         send_dimensions: bool = False,
@@ -75,6 +84,14 @@ class Embedder(InputBudget, HttpModelClient):
         if not isinstance(model, str) or not model.strip():
             raise InvalidArgumentError(f"model must be a non-empty str, got {model!r}",
                                        argument="model")
+        api_base, api_key = _given(api_base), _given(api_key)
+        embedding_dimension = _given(embedding_dimension)
+        max_input_tokens = _given(max_input_tokens)
+        query_prefix, document_prefix = _given(query_prefix), _given(document_prefix)
+        truncate_prompt_tokens, proxy = _given(truncate_prompt_tokens), _given(proxy)
+        key_file, cert_file, ca_file = _given(key_file), _given(cert_file), _given(ca_file)
+        normalize = False if isinstance(normalize, _NotSetMarker) else normalize
+        trust_env = True if isinstance(trust_env, _NotSetMarker) else trust_env
         if embedding_dimension is not None:
             check_int(embedding_dimension, "embedding_dimension", 1)
         elif send_dimensions:
