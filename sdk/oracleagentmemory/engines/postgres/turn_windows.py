@@ -20,7 +20,7 @@ as every other result, under the caller's row-level security.
 
 The vector arm of messages ranks windows too (:func:`vector_window`): the squared similarities
 of its best chunks spread over their neighbours with the same weights. On the same half (vector
-search, WordLlama 256-d) it raises recall@5/@10 from 0.334/0.409 to about 0.40/0.48, in each of
+search, WordLlama 256-d) it raises recall@5/@10 from 0.334/0.409 to 0.400/0.480, in each of
 the five conversations; fused with the keyword side (``core._hybrid_fusion``) it changes
 little, since the keyword ranking finds most of what it finds.
 """
