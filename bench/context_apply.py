@@ -7,7 +7,8 @@ identity-provider user, as ``bench/gateway.py`` loads them). The same get
 
 * ``engine-built``: a :class:`~oracleagentmemory.engines.postgres.event_loop_pool.EventLoopPool`'s
   pool (the gateway's): a connection only the SDK has used since the database last checked it
-  clean is applied without the clean-session scan;
+  clean is applied without the clean-session scan, by the plain-SQL sealed apply, and its
+  flight runs on named statements (``BEGIN``, the apply, the read, ``COMMIT``, the end check);
 * ``application's``: a ``psycopg_pool.ConnectionPool`` the application made and passes in:
   every apply scans the session.
 
