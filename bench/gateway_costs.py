@@ -10,8 +10,9 @@ store (as in ``bench/gateway.py``: ``--users`` users of ``--memories`` memories 
 * **client CPU of the SDK's read**, called inline and through ``asyncio.to_thread`` (as the
   gateway calls it), one at a time on a uvloop loop, next to an empty ``to_thread`` hop;
 * **the gateway in process**: its ASGI app (no HTTP server, no sockets) driven by
-  ``--tasks`` concurrent tasks for ``GET /v1/me`` (authentication, no database) and
-  ``GET /v1/memories/{id}``, CPU per request of this process.
+  ``--tasks`` concurrent tasks for ``GET /v1/me`` (authentication, no database),
+  ``GET /v1/memories/{id}`` and ``POST /v1/search`` (three vocabulary words, ``k`` 10, as
+  ``bench/gateway.py`` sends), CPU per request of this process.
 
 The last line adds the gateway's CPU per read to the database's and divides the machine's
 cores by it: the most reads per second this machine could serve with that code, were every
@@ -27,7 +28,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -55,7 +58,7 @@ from oracleagentmemory.core.deepsec import (  # noqa: E402
 )
 from oracleagentmemory.engines.postgres.context_sql import context_transaction  # noqa: E402
 
-from gateway import direct_client, load_store, write_settings  # noqa: E402
+from gateway import SEED, direct_client, load_store, sentence, write_settings  # noqa: E402
 
 POSTMASTER: list[int | None] = [None]
 """The pid of the bench's server (set in :func:`main`)."""
@@ -147,21 +150,30 @@ def gateway_costs(settings_file: Path, database_url: str, tokens: dict[str, str]
     """Requests/s and CPU per request of the gateway's ASGI app, ``tasks`` at a time."""
     app = create_app(_settings_with_database(settings_file, database_url))
     users = list(tokens)
-    paths: dict[str, Callable[[str, int], str]] = {
-        "GET /v1/me (no database)": lambda user, n: "/v1/me",
-        "GET /v1/memories/{id}": lambda user, n: f"/v1/memories/{ids[user][n % len(ids[user])]}",
+    rng = random.Random(SEED)
+    searches = [json.dumps({"query": sentence(rng, 3), "k": 10}).encode() for _ in range(400)]
+    paths: dict[str, Callable[[str, int], tuple[str, str, bytes]]] = {
+        "GET /v1/me (no database)": lambda user, n: ("GET", "/v1/me", b""),
+        "GET /v1/memories/{id}": lambda user, n: (
+            "GET", f"/v1/memories/{ids[user][n % len(ids[user])]}", b""),
+        "POST /v1/search (k 10)": lambda user, n: ("POST", "/v1/search",
+                                                   searches[n % len(searches)]),
     }
 
-    async def request(path: str, token: str) -> int:
+    async def request(target: tuple[str, str, bytes], token: str) -> int:
+        method, path, body = target
+        headers = [(b"host", b"bench"), (b"authorization", f"Bearer {token}".encode())]
+        if body:
+            headers += [(b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode())]
         scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-                 "method": "GET", "scheme": "http", "path": path, "raw_path": path.encode(),
+                 "method": method, "scheme": "http", "path": path, "raw_path": path.encode(),
                  "query_string": b"", "root_path": "", "client": ("127.0.0.1", 1),
-                 "server": ("127.0.0.1", 80),
-                 "headers": [(b"host", b"bench"), (b"authorization", f"Bearer {token}".encode())]}
+                 "server": ("127.0.0.1", 80), "headers": headers}
         statuses: list[int] = []
 
         async def receive() -> dict[str, Any]:
-            return {"type": "http.request", "body": b"", "more_body": False}
+            return {"type": "http.request", "body": body, "more_body": False}
 
         async def send(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -170,7 +182,8 @@ def gateway_costs(settings_file: Path, database_url: str, tokens: dict[str, str]
         await app(scope, receive, send)
         return statuses[0]
 
-    async def drive(route: Callable[[str, int], str], run_seconds: float) -> tuple[int, int]:
+    async def drive(route: Callable[[str, int], tuple[str, str, bytes]], run_seconds: float
+                    ) -> tuple[int, int]:
         done, failed, deadline = 0, 0, time.perf_counter() + run_seconds
 
         async def one(start: int) -> None:
