@@ -1,9 +1,10 @@
 """Turn windows in the vector ranking of messages (issue 24, item 2).
 
-A message's vector score sums the squared similarities of the best-matching messages up to two
-turns either side of it in its thread (weights 1, 1/2, 1/4), and its distance is
-``1 - sqrt(score)``: an answer whose words are far from the question is found next to the turn
-that is near it, and a message no other match is near keeps its cosine distance.
+The squared similarities of the best-matching messages reach the turns up to two either side in
+their thread (weights 1, 1/2, 1/4), ``near``; a message's own is ``own``, and its distance
+``1 - sqrt((own + near) / (1 + near))``: an answer whose words are far from the question is
+found next to the turn that is near it, a message no other match is near keeps its cosine
+distance, and only an exact match reaches 0.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def _add_thread(store: OracleDBMemoryStore, user: str = "u1", thread: str = "t1"
                 vectors: dict[str, list[float]] | None = None) -> None:
     vectors = THREAD if vectors is None else vectors
     store.add([f"turn {n}" for n in range(len(vectors))], "message", record_ids=list(vectors),
-              roles=["Ana", "Ben"] * 3 + ["Ana"], user_ids=user, thread_ids=thread,
+              roles=[("Ana", "Ben")[n % 2] for n in range(len(vectors))], user_ids=user,
+              thread_ids=thread,
               embeddings=list(vectors.values()), metadata=[{"keep": True}] * len(vectors))
 
 
@@ -74,14 +76,14 @@ def test_the_turns_next_to_a_close_match_rank_by_their_distance_from_it(
     ids = [i for i, _ in ranked]
     distance = dict(ranked)
     assert ids[0] == "m2" and distance["m2"] == pytest.approx(0.0, abs=1e-6)
-    # One turn away: 1 - sqrt(1/2); the lone message keeps its cosine distance, 0.4; two
-    # turns away: 1 - sqrt(1/4). m3 is orthogonal to the query, so without windows it would
-    # rank last with m0, m1, m4 and m5.
-    assert set(ids[1:3]) == {"m1", "m3"}
-    assert distance["m3"] == pytest.approx(1 - 0.5 ** 0.5, abs=1e-6)
-    assert ids[3] == "alone" and distance["alone"] == pytest.approx(0.4, abs=1e-6)
+    # The lone message keeps its cosine distance, 0.4; one turn from m2: 1 - sqrt(0.5 / 1.5);
+    # two turns: 1 - sqrt(0.25 / 1.25). m3 is orthogonal to the query, so without windows it
+    # would rank last with m0, m1, m4 and m5.
+    assert ids[1] == "alone" and distance["alone"] == pytest.approx(0.4, abs=1e-6)
+    assert set(ids[2:4]) == {"m1", "m3"}
+    assert distance["m3"] == pytest.approx(1 - (0.5 / 1.5) ** 0.5, abs=1e-6)
     assert set(ids[4:6]) == {"m0", "m4"}
-    assert distance["m4"] == pytest.approx(0.5, abs=1e-6)
+    assert distance["m4"] == pytest.approx(1 - (0.25 / 1.25) ** 0.5, abs=1e-6)
     # Three turns away the window ends: m5 and m6 are as far as their own vectors.
     assert distance["m5"] == distance["m6"] == pytest.approx(1.0, abs=1e-6)
 
@@ -111,3 +113,16 @@ def test_hybrid_finds_the_answer_through_the_vector_window(make_store: StoreFact
     _add_thread(store)
     ids = [i for i, _ in _ranked(store)]
     assert ids[0] == "m2" and set(ids[1:3]) == {"m1", "m3"}
+
+
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
+def test_an_exact_match_stays_first_among_close_neighbours(make_store: StoreFactory) -> None:
+    # m1 and m3 are close to the query too (similarity 0.8), and each near the exact match m2:
+    # their windows hold more similarity than m2's own, yet only m2 reaches distance 0.
+    close = [0.8, 0.6, 0.0]
+    store = _store(make_store)
+    _add_thread(store, vectors={"m0": FAR, "m1": close, "m2": QUERY, "m3": close, "m4": FAR})
+    ranked = _ranked(store)
+    assert ranked[0][0] == "m2" and ranked[0][1] == pytest.approx(0.0, abs=1e-6)
+    assert {i for i, _ in ranked[1:3]} == {"m1", "m3"}
+    assert all(d > 0.05 for _, d in ranked[1:])
