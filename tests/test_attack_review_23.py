@@ -9,20 +9,30 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 import pytest
-from dds import OWNER
+from dds import OWNER, POLICIES, RUNTIME
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
-from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
+from oracleagentmemory.core.deepsec import (
+    LocalEndUserPrincipal,
+    OracleMemoryEndUserSecurityContext,
+    grant_agent_memory_policies,
+    revoke_agent_memory_policies,
+)
+from oracleagentmemory.engines.postgres import deepsec_admin
 from oracleagentmemory.engines.postgres.event_loop_pool import EventLoopPool
+from oracleagentmemory.engines.postgres.security_schema import SEAL_SETTING
 from oracleagentmemory.errors import SecurityContextError
-from psycopg import sql
+from psycopg import errors, pq, sql
 from psycopg_pool import ConnectionPool
 from test_deepsec_attacks import Seeded, seed
+from test_sealed_apply import sealed_apply
+from test_session_seals import sealing_pool
 
 
 @pytest.fixture(scope="module")
@@ -459,3 +469,491 @@ def test_threads_sharing_a_transaction_block_read_in_turn(dds: Any, seeded: Seed
             assert content(bob, "b1") == "memory b1 of bob"
             assert content(bob, "a1") is None
         assert assertion_left(pool) in ((None,), ("",))
+
+
+# --- Attack review V2 of a4ce480: a sealed session's apply as plain SQL of the runtime login
+# (security_schema.SEALED_APPLY) and its flight on named BEGIN, apply, COMMIT and end check.
+# The attacker is SQL of the runtime login, on its own sessions and on a pooled connection it
+# checks out through the pool's public API between the SDK's requests; the pool is the
+# gateway's kind (an EventLoopPool's SealingBridgedPool) unless a test says otherwise.
+
+Conn = psycopg.Connection[Any]
+
+
+def _memory_owners(conn: Conn, seeded: Seeded) -> set[str | None]:
+    return {r[0] for r in conn.execute(
+        sql.SQL("SELECT user_id FROM {}").format(seeded.table("memory"))).fetchall()}
+
+
+def _copied_owners(conn: Conn, seeded: Seeded) -> set[str | None]:
+    """The owners ``COPY (query) TO STDOUT`` hands out (another statement shape)."""
+    statement = sql.SQL("COPY (SELECT user_id FROM {}) TO STDOUT").format(
+        seeded.table("memory"))
+    with conn.cursor().copy(statement) as copy:
+        return {row[0] for row in copy.rows()}
+
+
+def _forgeries(dds: Any) -> list[str]:
+    """Assertion texts the runtime login can make without the application key: alice's
+    claims under a zero signature or under bob's, her user name, bob's assertion cut short."""
+    alice = dds.context("alice").assertion()
+    bob = dds.context("bob").assertion()
+    body = alice.split(".", 1)[0]
+    return [f"{body}.{'0' * 64}", f"{body}.{bob.split('.', 1)[1]}", "alice", bob[:-2]]
+
+
+ASSERTION_SHAPES = {
+    "select set_config": "SELECT set_config('oam.end_user_assertion', {value}, true)",
+    "set local": "SET LOCAL oam.end_user_assertion = {value}",
+    "set session": "SET oam.end_user_assertion = {value}",
+    "cte": "WITH a AS MATERIALIZED (SELECT set_config('oam.end_user_assertion', {value}, true)"
+           ") SELECT * FROM a",
+    "do block": "DO $do$ BEGIN PERFORM set_config('oam.end_user_assertion', {value}, true); "
+                "END $do$",
+}
+"""Ways SQL of the runtime login can set the setting the plain apply and the policies read."""
+
+
+def _seen_with(conn: Conn, seeded: Seeded, shape: str, value: str
+               ) -> tuple[set[str | None], set[str | None], list[str]]:
+    """Owners a SELECT and a COPY see, and the verified users the session's view shows, once
+    ``value`` is set as the assertion by the statement ``shape`` (undone afterwards)."""
+    statement = ASSERTION_SHAPES[shape].format(value=sql.Literal(value).as_string(conn))
+    session_level = shape == "set session"
+    if session_level:
+        conn.execute(statement.encode())
+    conn.execute("BEGIN")
+    if not session_level:
+        conn.execute(statement.encode())
+    seen = _memory_owners(conn, seeded), _copied_owners(conn, seeded), [
+        str(r[0]) for r in conn.execute(
+            "SELECT username FROM oam_sec.session_end_user").fetchall()]
+    conn.execute("ROLLBACK")
+    conn.execute("RESET oam.end_user_assertion")
+    return seen
+
+
+@pytest.mark.parametrize("shape", list(ASSERTION_SHAPES))
+def test_v2_a_pooled_backends_verified_assertions_answer_only_to_their_exact_text(
+        dds: Any, seeded: Seeded, shape: str) -> None:
+    """alice and bob were verified on the pooled backend (their rows in
+    ``oam_sec.session_cache``, which the plain apply and every policy look up). The runtime
+    login, on that same backend, sets the assertion setting itself (each statement shape) to
+    what it can make without the application key: SELECT and COPY see no row, the view no
+    verified user; the cache and the verifier are closed to it. Positive control: the same
+    statement with a genuine text verified on this backend reaches alice's rows (the lookup the
+    plain apply trusts answers the text, which only the key can make, and nothing else)."""
+    with sealing_pool(dds) as pool:
+        for user in ("alice", "bob"):
+            with store_as(pool, seeded, dds.context(user)) as store:
+                for _ in range(2):
+                    assert content(store, "a1") == (
+                        "memory a1 of alice" if user == "alice" else None)
+        pid = backend_pid(pool)
+        with pool.connection() as conn:
+            conn.autocommit = True
+            assert conn.info.backend_pid == pid  # the backend that verified them
+            with pytest.raises(errors.InsufficientPrivilege):
+                conn.execute("SELECT count(*) FROM oam_sec.session_cache")
+            with pytest.raises(errors.InsufficientPrivilege):
+                conn.execute("SELECT oam_sec.verify_assertion()")
+            assert conn.execute("SELECT count(*) FROM oam_sec.session_end_user").fetchone() == (
+                0,)
+            for value in _forgeries(dds):
+                assert _seen_with(conn, seeded, shape, value) == (set(), set(), []), value[:16]
+            alice = dds.context("alice").assertion()
+            conn.execute("BEGIN")
+            assert conn.execute("SELECT oam_sec.apply_assertion(%s)", [alice]).fetchone() == (
+                "alice",)
+            conn.execute("COMMIT")
+            assert _seen_with(conn, seeded, shape, alice) == (
+                {"alice", None}, {"alice", None}, ["alice"])
+        with store_as(pool, seeded, dds.context("bob")) as bob:  # the pool serves on
+            assert content(bob, "b1") == "memory b1 of bob"
+            assert content(bob, "a1") is None
+
+
+def _named_statements(conn: Conn) -> dict[str, str]:
+    """The SDK's named statements of a sealed flight on ``conn``'s session, by kind."""
+    rows = conn.execute("SELECT name FROM pg_prepared_statements "
+                        "WHERE name ~ '^oam_(begin|apply|commit|show)_[0-9]+$'").fetchall()
+    return {str(name).split("_")[1]: str(name) for (name,) in rows}
+
+
+def _execute(conn: Conn, name: str, *values: str) -> psycopg.Cursor[Any]:
+    """SQL ``EXECUTE`` of the prepared statement ``name`` with literal ``values``."""
+    return conn.execute(sql.SQL("EXECUTE {}({})").format(
+        sql.Identifier(name), sql.SQL(", ").join(sql.Literal(v) for v in values)))
+
+
+def test_v2_the_sdks_named_apply_run_by_the_attacker_with_the_sessions_seal_refuses_forgeries(
+        dds: Any, seeded: Seeded) -> None:
+    """The attacker checks a sealed connection out, reads the seal the session kept and runs
+    the SDK's own named BEGIN and apply (SQL EXECUTE reaches protocol-level statements) and the
+    SEALED_APPLY text, with that seal and each forgery: every one is refused (division by zero,
+    the transaction aborted, no row). Positive control: the same statements with a genuine
+    assertion answer alice and show her rows; the SDK serves alice and bob afterwards."""
+    with sealing_pool(dds) as pool:
+        with store_as(pool, seeded, dds.context("alice")) as alice:
+            for _ in range(3):
+                assert content(alice, "a1") == "memory a1 of alice"
+        with pool.connection() as conn:
+            conn.autocommit = True
+            seal = conn.execute("SELECT current_setting(%s)", [SEAL_SETTING]).fetchone()
+            assert seal is not None and len(str(seal[0])) >= 32
+            named = _named_statements(conn)
+            assert set(named) == {"begin", "apply", "commit", "show"}  # what it attacks exists
+            for forged in _forgeries(dds):
+                conn.execute(sql.SQL("EXECUTE {}").format(sql.Identifier(named["begin"])))
+                with pytest.raises(errors.DivisionByZero):
+                    _execute(conn, named["apply"], forged, str(seal[0]))
+                conn.execute("ROLLBACK")
+                assert sealed_apply(conn, forged, str(seal[0])) is None
+                assert _memory_owners(conn, seeded) == set()
+            genuine = dds.context("alice").assertion()
+            conn.execute(sql.SQL("EXECUTE {}").format(sql.Identifier(named["begin"])))
+            assert _execute(conn, named["apply"], genuine, str(seal[0])).fetchone() == ("alice",)
+            assert _memory_owners(conn, seeded) == {"alice", None}
+            conn.execute(sql.SQL("EXECUTE {}").format(sql.Identifier(named["commit"])))
+            assert conn.execute(sql.SQL("EXECUTE {}").format(sql.Identifier(named["show"]))
+                                ).fetchone() == ("",)
+            assert sealed_apply(conn, genuine, str(seal[0])) == "alice"
+            assert _memory_owners(conn, seeded) == {"alice", None}
+            conn.execute("COMMIT")
+            assert _memory_owners(conn, seeded) == set()
+        for user, mine, theirs in (("alice", "a2", "b2"), ("bob", "b2", "a2")):
+            with store_as(pool, seeded, dds.context(user)) as store:
+                for _ in range(2):
+                    assert content(store, mine) == f"memory {mine} of {user}"
+                    assert content(store, theirs) is None
+
+
+def _notify_statement(kind: str) -> tuple[bytes, list[int]]:
+    """A stand-in for a named statement of ``kind``: notifies the listener of what it gets."""
+    if kind == "apply":
+        return (b"SELECT $1::text FROM (SELECT pg_catalog.pg_notify('stolen', $1)) n",
+                [25, 25])
+    return (b"SELECT pg_catalog.pg_notify('stolen', "
+            b"pg_catalog.current_setting('oam.end_user_assertion', true))", [])
+
+
+def test_v2_sealed_statement_names_taken_ahead_at_the_protocol_level_never_run(
+        dds: Any, seeded: Seeded) -> None:
+    """Names of the sealed flight are numbered; the attacker prepares the next 300 numbers of
+    every kind at the protocol level (``from_sql`` false: the clean-session scan does not see
+    them) with statements that would hand it the assertion. The SDK's next checkout gets a new
+    seal (the scan passes); the flight that then prepares its named statements collides with a
+    name taken, fails as a whole (the server runs nothing after the failed preparation) and
+    its connection is closed: no stand-in ever runs, and the reads stay right. Positive
+    controls: the stand-ins exist and are not SQL-level, the listener hears a probe."""
+    with psycopg.connect(dds.runtime_url, autocommit=True) as listener, \
+            sealing_pool(dds) as pool, store_as(pool, seeded, dds.context("alice")) as alice:
+        listener.execute("LISTEN stolen")
+        for _ in range(2):
+            assert content(alice, "a1") == "memory a1 of alice"
+        with pool.connection() as conn:
+            conn.autocommit = True
+            numbers = [int(str(name).rsplit("_", 1)[1]) for (name,) in conn.execute(
+                "SELECT name FROM pg_prepared_statements "
+                "WHERE name ~ '^oam_[a-z]+_[0-9]+$'").fetchall()]
+            assert numbers
+            start = max(numbers) + 1
+            for number in range(start, start + 300):
+                for kind in ("begin", "apply", "commit", "show"):
+                    query, types = _notify_statement(kind)
+                    result = conn.pgconn.prepare(f"oam_{kind}_{number}".encode(), query, types)
+                    assert result.status == pq.ExecStatus.COMMAND_OK
+            assert conn.execute("SELECT count(*) FILTER (WHERE NOT from_sql), "
+                                "count(*) FILTER (WHERE from_sql) FROM pg_prepared_statements"
+                                ).fetchone() == (1200 + len(numbers), 0)
+            conn.execute("SELECT pg_notify('stolen', 'probe')")
+        answers: list[str | None] = []
+        for _ in range(4):
+            try:
+                answers.append(content(alice, "a2"))
+            except Exception:  # the collision: refused, its connection closed
+                continue
+        assert answers and set(answers) == {"memory a2 of alice"}
+        assert content(alice, "b2") is None
+        assert [n.payload for n in listener.notifies(timeout=0.5)] == ["probe"]
+
+
+@pytest.mark.parametrize("kind", ["begin", "apply", "commit", "show"])
+def test_v2_a_sealed_statement_replaced_at_the_protocol_level_is_forgotten_never_run(
+        dds: Any, seeded: Seeded, kind: str) -> None:
+    """The attacker replaces one of the sealed flight's named statements by a Parse of the same
+    name (``from_sql`` false: the scan passes it). Its checkout took the seal off, so the SDK
+    forgets every name of the flight and prepares new ones after its next scan: the stand-in
+    never runs, and the reads stay right. Positive controls: the stand-in is in place and not
+    SQL-level, the listener hears a probe, and afterwards a second statement of that kind
+    exists (the one the SDK runs now)."""
+    with psycopg.connect(dds.runtime_url, autocommit=True) as listener, \
+            sealing_pool(dds) as pool, store_as(pool, seeded, dds.context("alice")) as alice:
+        listener.execute("LISTEN stolen")
+        for _ in range(2):
+            assert content(alice, "a1") == "memory a1 of alice"
+        with pool.connection() as conn:
+            conn.autocommit = True
+            name = _named_statements(conn)[kind]
+            conn.execute(sql.SQL("DEALLOCATE {}").format(sql.Identifier(name)))
+            query, types = _notify_statement(kind)
+            assert conn.pgconn.prepare(name.encode(), query, types).status == (
+                pq.ExecStatus.COMMAND_OK)
+            assert conn.execute("SELECT from_sql FROM pg_prepared_statements WHERE name = %s",
+                                [name]).fetchone() == (False,)
+            conn.execute("SELECT pg_notify('stolen', 'probe')")
+        for _ in range(3):
+            assert content(alice, "a2") == "memory a2 of alice"
+            assert content(alice, "b2") is None
+        with pool.connection() as conn:
+            names = [str(r[0]) for r in conn.execute(
+                "SELECT name FROM pg_prepared_statements WHERE name ~ %s",
+                [f"^oam_{kind}_[0-9]+$"]).fetchall()]
+        assert name in names and len(names) == 2
+        assert [n.payload for n in listener.notifies(timeout=0.5)] == ["probe"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "HOLE: the clean-session scan refuses only SQL-level prepared statements (from_sql), while "
+    "the engine's first reads (oam_read_N, context_sql._PREPARED) and psycopg's prepared search "
+    "rounds (_pg3_N) keep running by name across checkouts and new seals; a statement replaced "
+    "at the protocol level (DEALLOCATE, then a Parse of the same name) by code holding a pooled "
+    "connection runs in the next end user's transaction and can hand out the assertion, which "
+    "any session of the runtime login can replay as that user until it expires"))
+@pytest.mark.parametrize(("pool_kind", "family"), [
+    ("sealing", "oam_read"), ("application", "oam_read"), ("sealing", "_pg3")])
+def test_v2_a_named_read_replaced_at_the_protocol_level_never_runs_for_the_next_user(
+        dds: Any, seeded: Seeded, pool_kind: str, family: str) -> None:
+    """The attacker checks a connection out (the gateway's sealing pool, or an application's
+    ``ConnectionPool``), replaces each named read of ``family`` (the engine's one-flight reads,
+    or psycopg's prepared search rounds) by a Parse of the same name at the protocol level
+    (``psycopg.Connection.pgconn``: the same parameters and columns, plus a notify of the
+    current assertion) and returns it. Secure outcome: the next user's request does not run it
+    and no assertion reaches the listener. Today bob gets his right answer while his assertion
+    is notified, and the attacker's own session, replaying it, reads bob's rows. Positive
+    controls: the replaced statements exist, none is SQL-level, the probe is heard, bob's
+    answers are right."""
+    pools = {"sealing": sealing_pool, "application": one_connection_pool}
+    pattern = {"oam_read": "oam\\_read\\_%", "_pg3": "\\_pg3\\_%"}[family]
+    with psycopg.connect(dds.runtime_url, autocommit=True) as listener, \
+            pools[pool_kind](dds) as pool:
+        listener.execute("LISTEN stolen")
+        with store_as(pool, seeded, dds.context("alice")) as alice:
+            for _ in range(2):
+                assert content(alice, "a1") == "memory a1 of alice"
+                assert found_ids(alice) == {"a1", "a2", "a3", "g1", "g2"}
+        with pool.connection() as conn:
+            conn.autocommit = True
+            reads = conn.execute(
+                "SELECT name, statement, array(SELECT t::oid FROM unnest(parameter_types) t) "
+                "FROM pg_prepared_statements WHERE name LIKE %s "
+                "AND statement ~* '^\\s*(select|with)'", [pattern]).fetchall()
+            assert reads  # what it attacks exists
+            for name, statement, types in reads:
+                conn.execute(sql.SQL("DEALLOCATE {}").format(sql.Identifier(name)))
+                stand_in = (
+                    "WITH leak AS MATERIALIZED (SELECT pg_catalog.pg_notify('stolen', "
+                    "pg_catalog.current_setting('oam.end_user_assertion', true))) "
+                    f"SELECT o.* FROM leak, ({statement}) o")
+                result = conn.pgconn.prepare(str(name).encode(), stand_in.encode(),
+                                             [int(t) for t in types])
+                assert result.status == pq.ExecStatus.COMMAND_OK
+            assert conn.execute("SELECT count(*) FROM pg_prepared_statements WHERE from_sql"
+                                ).fetchone() == (0,)  # nothing the scan refuses
+            conn.execute("SELECT pg_notify('stolen', 'probe')")
+        with store_as(pool, seeded, dds.context("bob")) as bob:
+            try:
+                answers = (content(bob, "b2"), content(bob, "a2"), found_ids(bob))
+            except SecurityContextError:
+                answers = ("refused", None, set())
+        assert answers in (("memory b2 of bob", None, {"b1", "b2", "b3", "g1", "g2"}),
+                           ("refused", None, set()))
+        payloads = [n.payload for n in listener.notifies(timeout=0.5)]
+        assert payloads[:1] == ["probe"]
+        stolen = sorted({p for p in payloads[1:] if p})
+        replayed: set[str | None] = set()
+        for assertion in stolen:  # the attacker's own session: no application key needed
+            with psycopg.connect(dds.runtime_url) as own:
+                user = own.execute("SELECT oam_sec.apply_assertion(%s)", [assertion]).fetchone()
+                if user is not None and user[0] is not None:
+                    replayed |= _memory_owners(own, seeded)
+        assert (stolen, replayed) == ([], set()), (
+            f"{len(stolen)} assertion(s) of the next user notified; replayed, they read the "
+            f"rows of {sorted(str(u) for u in replayed)}")
+
+
+def _waiting_on_a_lock(dds: Any) -> bool:
+    with psycopg.connect(dds.superuser_url, autocommit=True) as su:
+        row = su.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = %s "
+                         "AND wait_event_type = 'Lock'", [RUNTIME]).fetchone()
+    return row is not None and row[0] > 0
+
+
+def _revoke(dds: Any, store_id: str, user: str) -> None:
+    with psycopg.connect(dds.secadmin_url) as admin:
+        revoke_agent_memory_policies(admin, store_id, OWNER, [LocalEndUserPrincipal(user)],
+                                     POLICIES)
+
+
+@pytest.mark.parametrize("revoke", [False, True])
+def test_v2_a_revoke_committed_while_a_sealed_flight_waits_reaches_its_read(
+        dds: Any, revoke: bool) -> None:
+    """Race of the plain apply against a revoke: the sealed flight's BEGIN and named apply
+    pass (the user's grants still stand), its read then waits on a lock the owner holds; the
+    policy administrator revokes the user's roles and commits; the owner lets go. The read
+    looks the assertion up again under its own snapshot, so the revoke reaches it: no row.
+    Positive control (``revoke`` false): the same interleaving returns the row."""
+    user = f"v2_race_{'revoked' if revoke else 'kept'}"
+    store_id = dds.new_store()
+    fresh = Seeded(store_id)
+    with psycopg.connect(dds.secadmin_url) as admin:
+        with admin.transaction():
+            deepsec_admin.create_end_user(admin, user)
+        grant_agent_memory_policies(admin, store_id, OWNER, [LocalEndUserPrincipal(user)],
+                                    POLICIES)
+    owner_store = dds.owner_store(store_id)
+    try:
+        owner_store.add(["first", "second"], "memory", record_ids=["r1", "r2"],
+                        user_ids=[user] * 2)
+    finally:
+        owner_store.close()
+    try:
+        with sealing_pool(dds) as pool, store_as(pool, fresh, dds.context(user)) as store:
+            for _ in range(2):  # sealed, the named statements prepared
+                assert content(store, "r1") == "first"
+            with pool.connection() as conn:
+                assert set(_named_statements(conn)) == {"begin", "apply", "commit", "show"}
+            for _ in range(2):  # kept again: the next flight is the named one
+                assert content(store, "r1") == "first"
+            answer: list[str | None] = []
+            reader = threading.Thread(target=contextvars.copy_context().run,
+                                      args=(lambda: answer.append(content(store, "r2")),))
+            with psycopg.connect(dds.owner_url) as owner:
+                owner.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(
+                    fresh.table("memory")))
+                reader.start()
+                deadline = time.monotonic() + 10
+                while not _waiting_on_a_lock(dds):
+                    assert time.monotonic() < deadline, "the read never waited on the lock"
+                    time.sleep(0.02)
+                if revoke:  # the policy administrator's own thread, outside any context
+                    revoker = threading.Thread(target=_revoke, args=(dds, store_id, user))
+                    revoker.start()
+                    revoker.join(10)
+                    assert not revoker.is_alive()
+            reader.join(10)
+            assert answer == [None if revoke else "second"]
+            assert content(store, "r1") == (None if revoke else "first")
+    finally:
+        with psycopg.connect(dds.secadmin_url) as admin, admin.transaction():
+            deepsec_admin.drop_end_user(admin, user)
+
+
+SEALED_LEFTOVERS = [
+    "DISCARD ALL",
+    "DEALLOCATE ALL",
+    "RESET ALL",
+    "SET plan_cache_mode = force_custom_plan",
+    "SET search_path = pg_temp, oam_sec, pg_catalog",
+    "SET default_transaction_isolation = 'serializable'",
+    "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+    "SELECT set_config('oam.session_seal', current_setting('oam.session_seal'), false)",
+    "SELECT set_config('oam.end_user_assertion', 'forged', false)",
+    "SELECT pg_advisory_lock(23)",
+    "LISTEN stolen",
+    "SHADOW THE PLAIN APPLY'S VIEW",
+]
+"""State the attacker leaves on a sealed connection (the last: a temp view named as what the
+plain apply reads, found first for unqualified names, the session's seal set back)."""
+REFUSED_LEFTOVERS = {
+    "SET default_transaction_isolation = 'serializable'",
+    "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+    "SELECT set_config('oam.end_user_assertion', 'forged', false)",
+    "SHADOW THE PLAIN APPLY'S VIEW",
+}
+"""Of those, the ones whose connection must be refused (and discarded) at the next read."""
+
+
+def _pair_read(pool: ConnectionPool[Any], seeded: Seeded, context: Any, mine: str,
+               theirs: str) -> tuple[str | None, str | None] | None:
+    """A user's read of their memory and another's, or ``None`` when the database refused the
+    context (then the connection is discarded and the next read runs on a fresh one)."""
+    try:
+        with store_as(pool, seeded, context) as store:
+            return content(store, mine), content(store, theirs)
+    except SecurityContextError:
+        return None
+
+
+@pytest.mark.parametrize("leftover", SEALED_LEFTOVERS)
+def test_v2_state_left_on_a_sealed_connection_never_yields_a_context_or_wrong_rows(
+        dds: Any, seeded: Seeded, leftover: str) -> None:
+    """After the SDK sealed a connection, the attacker checks it out, leaves ``leftover`` and
+    returns it. alice's and bob's next reads are refused (the connection discarded) or answer
+    exactly their rows; no assertion survives; and the connection that serves them afterwards
+    runs the sealed flight again (its named statements exist)."""
+    with sealing_pool(dds) as pool:
+        with store_as(pool, seeded, dds.context("alice")) as alice:
+            for _ in range(2):
+                assert content(alice, "a1") == "memory a1 of alice"  # positive control
+        with pool.connection() as conn:
+            conn.autocommit = True
+            assert set(_named_statements(conn)) == {"begin", "apply", "commit", "show"}
+            if leftover.startswith("SHADOW"):
+                seal = conn.execute("SELECT current_setting(%s)", [SEAL_SETTING]).fetchone()
+                assert seal is not None
+                conn.execute("SET search_path = pg_temp, oam_sec, pg_catalog")
+                conn.execute("CREATE TEMP VIEW session_end_user AS SELECT "
+                             "'\\x00'::bytea AS digest, 'alice'::text AS username, "
+                             "ARRAY['own']::text[] AS data_roles, now() + interval '1 hour' "
+                             "AS expires_at, 0::bigint AS grants_version")
+                # Positive control: unqualified, the name now means the attacker's view.
+                assert conn.execute("SELECT username FROM session_end_user").fetchone() == (
+                    "alice",)
+                conn.execute("SELECT set_config(%s, %s, false)", [SEAL_SETTING, seal[0]])
+            else:
+                conn.execute(leftover.encode())
+        rounds = [[_pair_read(pool, seeded, dds.context(user), mine, theirs)
+                   for user, mine, theirs in (("alice", "a2", "b2"), ("bob", "b2", "a2"))]
+                  for _ in range(3)]
+        right = [("memory a2 of alice", None), ("memory b2 of bob", None)]
+        assert all(found in (None, expected) for answers in rounds
+                   for found, expected in zip(answers, right, strict=True)), rounds
+        assert rounds[-1] == right  # positive control: the pool serves both again
+        if leftover in REFUSED_LEFTOVERS:
+            assert rounds[0][0] is None  # the primed connection served nobody
+        with pool.connection() as conn:
+            conn.autocommit = True
+            row = conn.execute("SELECT current_setting('oam.end_user_assertion', true)"
+                               ).fetchone()
+            named = _named_statements(conn)
+        assert row in ((None,), ("",))
+        assert set(named) == {"begin", "apply", "commit", "show"}
+
+
+def test_v2_the_runtime_login_cannot_become_another_role_on_a_pooled_connection(
+        dds: Any, seeded: Seeded) -> None:
+    """SET ROLE and SET SESSION AUTHORIZATION: the runtime login is a member of its runtime
+    role (that is how it reaches the tables) but may not SET to it, nor to the owner, the
+    policy administrator or a superuser; the session stays the runtime login's and serves."""
+    with sealing_pool(dds) as pool:
+        with store_as(pool, seeded, dds.context("alice")) as alice:
+            assert content(alice, "a1") == "memory a1 of alice"
+        with pool.connection() as conn:
+            conn.autocommit = True
+            memberships = [str(r[0]) for r in conn.execute(
+                "SELECT roleid::regrole::text FROM pg_auth_members "
+                "WHERE member = current_user::regrole").fetchall()]
+            assert memberships  # positive control: it holds a role
+            superuser = conn.execute("SELECT rolname FROM pg_roles WHERE rolsuper LIMIT 1"
+                                     ).fetchone()
+            assert superuser is not None
+            for role in [*memberships, OWNER, "oam_test_secadmin", str(superuser[0])]:
+                for statement in ("SET ROLE {}", "SET SESSION AUTHORIZATION {}"):
+                    with pytest.raises(errors.InsufficientPrivilege):
+                        conn.execute(sql.SQL(statement).format(sql.Identifier(role)))
+            assert conn.execute("SELECT current_user, session_user").fetchone() == (
+                RUNTIME, RUNTIME)
+        with store_as(pool, seeded, dds.context("bob")) as bob:
+            assert content(bob, "b1") == "memory b1 of bob"
+            assert content(bob, "a1") is None
