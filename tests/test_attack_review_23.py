@@ -782,11 +782,13 @@ def test_v2_a_named_read_replaced_at_the_protocol_level_never_runs_for_the_next_
             f"rows of {sorted(str(u) for u in replayed)}")
 
 
-def _waiting_on_a_lock(dds: Any) -> bool:
-    with psycopg.connect(dds.superuser_url, autocommit=True) as su:
-        row = su.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = %s "
-                         "AND wait_event_type = 'Lock'", [RUNTIME]).fetchone()
-    return row is not None and row[0] > 0
+def _waiting_queries(dds: Any) -> list[str]:
+    """What the runtime login's own session reads of its backends that wait on a lock: their
+    statement text (which must never carry an assertion)."""
+    with psycopg.connect(dds.runtime_url, autocommit=True) as spy:
+        return [str(r[0]) for r in spy.execute(
+            "SELECT query FROM pg_stat_activity WHERE usename = %s "
+            "AND wait_event_type = 'Lock'", [RUNTIME]).fetchall()]
 
 
 def _revoke(dds: Any, store_id: str, user: str) -> None:
@@ -802,7 +804,8 @@ def test_v2_a_revoke_committed_while_a_sealed_flight_waits_reaches_its_read(
     pass (the user's grants still stand), its read then waits on a lock the owner holds; the
     policy administrator revokes the user's roles and commits; the owner lets go. The read
     looks the assertion up again under its own snapshot, so the revoke reaches it: no row.
-    Positive control (``revoke`` false): the same interleaving returns the row."""
+    Positive control (``revoke`` false): the same interleaving returns the row. Meanwhile the
+    runtime login's own session sees the waiting statement's text, never the assertion."""
     user = f"v2_race_{'revoked' if revoke else 'kept'}"
     store_id = dds.new_store()
     fresh = Seeded(store_id)
@@ -818,7 +821,8 @@ def test_v2_a_revoke_committed_while_a_sealed_flight_waits_reaches_its_read(
     finally:
         owner_store.close()
     try:
-        with sealing_pool(dds) as pool, store_as(pool, fresh, dds.context(user)) as store:
+        context = dds.context(user)
+        with sealing_pool(dds) as pool, store_as(pool, fresh, context) as store:
             for _ in range(2):  # sealed, the named statements prepared
                 assert content(store, "r1") == "first"
             with pool.connection() as conn:
@@ -833,9 +837,11 @@ def test_v2_a_revoke_committed_while_a_sealed_flight_waits_reaches_its_read(
                     fresh.table("memory")))
                 reader.start()
                 deadline = time.monotonic() + 10
-                while not _waiting_on_a_lock(dds):
+                while not (waiting := _waiting_queries(dds)):
                     assert time.monotonic() < deadline, "the read never waited on the lock"
                     time.sleep(0.02)
+                assert any("FROM" in query for query in waiting)  # the read's text is shown
+                assert not any(context.assertion() in query for query in waiting)
                 if revoke:  # the policy administrator's own thread, outside any context
                     revoker = threading.Thread(target=_revoke, args=(dds, store_id, user))
                     revoker.start()
@@ -862,14 +868,18 @@ SEALED_LEFTOVERS = [
     "SELECT pg_advisory_lock(23)",
     "LISTEN stolen",
     "SHADOW THE PLAIN APPLY'S VIEW",
+    "REPLACE THE FIRST READS BY SQL",
 ]
-"""State the attacker leaves on a sealed connection (the last: a temp view named as what the
-plain apply reads, found first for unqualified names, the session's seal set back)."""
+"""State the attacker leaves on a sealed connection (the last two: a temp view named as what
+the plain apply reads, found first for unqualified names; the engine's named first reads
+replaced by SQL PREPARE with stand-ins that notify the assertion; each with the session's seal
+set back)."""
 REFUSED_LEFTOVERS = {
     "SET default_transaction_isolation = 'serializable'",
     "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ",
     "SELECT set_config('oam.end_user_assertion', 'forged', false)",
     "SHADOW THE PLAIN APPLY'S VIEW",
+    "REPLACE THE FIRST READS BY SQL",
 }
 """Of those, the ones whose connection must be refused (and discarded) at the next read."""
 
@@ -890,9 +900,11 @@ def test_v2_state_left_on_a_sealed_connection_never_yields_a_context_or_wrong_ro
         dds: Any, seeded: Seeded, leftover: str) -> None:
     """After the SDK sealed a connection, the attacker checks it out, leaves ``leftover`` and
     returns it. alice's and bob's next reads are refused (the connection discarded) or answer
-    exactly their rows; no assertion survives; and the connection that serves them afterwards
-    runs the sealed flight again (its named statements exist)."""
-    with sealing_pool(dds) as pool:
+    exactly their rows; no assertion survives or is notified; and the connection that serves
+    them afterwards runs the sealed flight again (its named statements exist)."""
+    with psycopg.connect(dds.runtime_url, autocommit=True) as listener, \
+            sealing_pool(dds) as pool:
+        listener.execute("LISTEN stolen")
         with store_as(pool, seeded, dds.context("alice")) as alice:
             for _ in range(2):
                 assert content(alice, "a1") == "memory a1 of alice"  # positive control
@@ -910,6 +922,22 @@ def test_v2_state_left_on_a_sealed_connection_never_yields_a_context_or_wrong_ro
                 # Positive control: unqualified, the name now means the attacker's view.
                 assert conn.execute("SELECT username FROM session_end_user").fetchone() == (
                     "alice",)
+                conn.execute("SELECT set_config(%s, %s, false)", [SEAL_SETTING, seal[0]])
+            elif leftover.startswith("REPLACE"):
+                seal = conn.execute("SELECT current_setting(%s)", [SEAL_SETTING]).fetchone()
+                assert seal is not None
+                reads = conn.execute(
+                    "SELECT name, statement, parameter_types::text[] FROM pg_prepared_statements "
+                    "WHERE name LIKE 'oam\\_read\\_%'").fetchall()
+                assert reads  # what it attacks exists
+                for name, statement, types in reads:
+                    conn.execute(sql.SQL(
+                        "DEALLOCATE {name}; PREPARE {name}({types}) AS WITH leak AS MATERIALIZED "
+                        "(SELECT pg_catalog.pg_notify('stolen', pg_catalog.current_setting("
+                        "'oam.end_user_assertion', true))) SELECT o.* FROM leak, ({read}) o"
+                    ).format(name=sql.Identifier(name),
+                             types=sql.SQL(", ").join(sql.SQL(t) for t in types),
+                             read=sql.SQL(statement)))
                 conn.execute("SELECT set_config(%s, %s, false)", [SEAL_SETTING, seal[0]])
             else:
                 conn.execute(leftover.encode())
@@ -929,6 +957,7 @@ def test_v2_state_left_on_a_sealed_connection_never_yields_a_context_or_wrong_ro
             named = _named_statements(conn)
         assert row in ((None,), ("",))
         assert set(named) == {"begin", "apply", "commit", "show"}
+        assert list(listener.notifies(timeout=0.2)) == []
 
 
 def test_v2_the_runtime_login_cannot_become_another_role_on_a_pooled_connection(
