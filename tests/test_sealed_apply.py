@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from dds import OWNER, POLICIES
+from dds import OWNER, POLICIES, RUNTIME
 from oracleagentmemory.core.deepsec import (
     LocalEndUserPrincipal,
     grant_agent_memory_policies,
@@ -37,12 +37,13 @@ def seeded(dds: Any) -> Seeded:
     return seed(dds)
 
 
-def sealed_session(dds: Any) -> Conn:
-    """A runtime session whose clean-session scan passed with :data:`SEAL` (kept)."""
+def sealed_session(dds: Any, alice: str | None = None) -> Conn:
+    """A runtime session whose clean-session scan passed with :data:`SEAL` (kept), applying
+    ``alice`` (an assertion of alice's; a new one by default)."""
     conn = psycopg.connect(dds.runtime_url, autocommit=True)
     conn.execute("BEGIN")
     row = conn.execute("SELECT oam_sec.apply_assertion(%s, %s)",
-                       [dds.context("alice").assertion(), SEAL]).fetchone()
+                       [alice or dds.context("alice").assertion(), SEAL]).fetchone()
     conn.execute("COMMIT")
     assert row == ("alice",)
     return conn
@@ -77,6 +78,44 @@ def test_a_verified_assertion_is_applied_for_its_transaction_only(dds: Any,
         assert conn.execute("SHOW oam.end_user_assertion").fetchone() == ("",)
         assert conn.execute("SHOW plan_cache_mode").fetchone() == ("auto",)
         assert owners_seen(conn, seeded) == set()
+
+
+def apply_assertion_calls(conn: Conn) -> int:
+    """Calls of ``oam_sec.apply_assertion`` this session counted but not yet reported (read
+    inside one transaction, whose end may report them)."""
+    row = conn.execute("SELECT coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions "
+                       "WHERE schemaname = 'oam_sec' AND funcname = 'apply_assertion'"
+                       ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_only_a_kept_seal_and_a_verified_assertion_are_answered_without_apply_assertion(
+        dds: Any) -> None:
+    """The sealed apply answers from the session's verified assertions, after setting the
+    assertion (else its lookup would find none); every other case goes to apply_assertion."""
+    alice, bob = dds.context("alice").assertion(), dds.context("bob").assertion()
+    with psycopg.connect(dds.superuser_url, autocommit=True) as su:
+        su.execute(sql.SQL("ALTER ROLE {} SET track_functions = 'pl'").format(
+            sql.Identifier(RUNTIME)))
+        try:
+            conn = sealed_session(dds, alice)
+        finally:
+            su.execute(sql.SQL("ALTER ROLE {} RESET track_functions").format(
+                sql.Identifier(RUNTIME)))
+    with conn:
+        for assertion, seal, user, calls in (
+                (alice, SEAL, "alice", 0),  # answered by the lookup
+                (alice, "7a" * (MIN_SEAL_CHARACTERS // 2), "alice", 1),  # another seal
+                (bob, SEAL, "bob", 1),  # not verified on this session yet
+                (bob, SEAL, "bob", 0)):  # verified now
+            conn.execute("BEGIN")
+            before = apply_assertion_calls(conn)
+            result = conn.pgconn.exec_params(SEALED_APPLY.encode(),
+                                             [assertion.encode(), seal.encode()])
+            assert result.get_value(0, 0) == user.encode()
+            assert apply_assertion_calls(conn) - before == calls
+            conn.execute("COMMIT")
 
 
 def test_an_assertion_not_verified_here_yet_is_verified_and_a_forged_one_refused(

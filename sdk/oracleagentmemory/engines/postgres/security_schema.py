@@ -102,26 +102,26 @@ _REFUSE = ("pg_catalog.int4div(1, pg_catalog.int4(pg_catalog.statement_timestamp
 server skips every statement queued after it."""
 
 SEALED_APPLY = f"""SELECT COALESCE(
-    (SELECT c.username FROM oam_sec.session_end_user c WHERE s.kept AND {_CURRENT_VERIFICATION}),
+    (SELECT c.username FROM oam_sec.session_end_user c
+      WHERE {_SESSION_SETTINGS}
+        AND pg_catalog.current_setting('{SEAL_SETTING}', true) OPERATOR(pg_catalog.=) $2
+        AND {_CURRENT_VERIFICATION}),
     oam_sec.apply_assertion($1, $2),
     {_REFUSE})
-  FROM (SELECT coalesce({_SESSION_SETTINGS}
-                   AND pg_catalog.current_setting('{SEAL_SETTING}', true)
-                       OPERATOR(pg_catalog.=) $2, false) AS kept,
-               pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true) AS plans,
-               pg_catalog.set_config('{ASSERTION_SETTING}', $1, true) AS assertion
-        OFFSET 0) s"""
+  WHERE pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true) IS NOT NULL
+    AND pg_catalog.set_config('{ASSERTION_SETTING}', $1, true) IS NOT NULL"""
 """The apply of a session the SDK alone used since its last clean-session scan
 (``session_seals``): the steps of ``oam_sec.apply_assertion($1, $2)`` when the seal ``$2`` is
 the session's and the assertion ``$1`` verified already, as plain SQL of the runtime login (no
 ``SECURITY DEFINER``, no ``SET search_path``, no PL/pgSQL: it reads only what PUBLIC may read,
-and every name and operator is schema-qualified). It sets the transaction's generic plans and
-assertion, checks the settings the SDK reads results with and the seal, and looks the assertion
-up in the session's verified assertions (the lookup is a sub-plan of ``s``'s one row, so it runs
-after the assertion is set). Any other case (settings, seal, an assertion not verified here yet,
-expired, or verified before a grant changed) is ``oam_sec.apply_assertion``'s, which scans,
-verifies or refuses; a refusal fails the statement (:data:`_REFUSE`). The SDK runs it only as a
-named statement of a sealed session, prepared after its scan passed."""
+and every name and operator is schema-qualified). Its one-time filter sets the transaction's
+generic plans and assertion; then the settings the SDK reads results with and the seal are
+checked and the assertion looked up in the session's verified assertions (an InitPlan, run
+when the COALESCE first needs it, so after the assertion is set). Any other case (settings,
+seal, an assertion not verified here yet, expired, or verified before a grant changed) is
+``oam_sec.apply_assertion``'s, which scans, verifies or refuses; a refusal fails the statement
+(:data:`_REFUSE`). The SDK runs it only as a named statement of a sealed session, prepared
+after its scan passed."""
 
 INSTALL_STATEMENTS: tuple[str, ...] = (
     "CREATE SCHEMA IF NOT EXISTS oam_sec",
