@@ -419,6 +419,8 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any,
     # The transaction is opened and ended here, through libpq, whatever the connection's
     # autocommit setting: psycopg reads the transaction status from libpq, so inside it sends
     # no BEGIN of its own and nests its transaction blocks as savepoints.
+    if seal is not None and not seal.kept:
+        _forget_named_statements(conn)
     transaction = ContextTransaction(conn, security, seal)
     if not deferred or security.verified_username() is None:
         # A context whose user the database has not named yet (a token's first use) is applied
@@ -444,6 +446,28 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any,
         raise psycopg.errors.InFailedSqlTransaction(
             "a statement of the transaction failed, so none of it was stored (rolled back)")
     _commit_and_check(conn)
+
+
+def _forget_named_statements(conn: psycopg.Connection[Any]) -> None:
+    """Run no named statement prepared before: the engine forgets its own (later flights
+    prepare them again under names never used before) and psycopg forgets its own (a rollback
+    through psycopg clears its cache and deallocates every statement of the session).
+
+    Run when a sealing pool's connection comes back to the engine with a new seal: code that
+    held the connection since may have replaced a named statement at the protocol level (a
+    ``Parse`` of the same name), which the clean-session scan cannot tell from the SDK's (it
+    refuses only SQL-level ``PREPARE``). A name planted ahead collides with the SDK's
+    ``Parse`` and fails the flight. Two round trips, on new seals only.
+    """
+    _PREPARED.pop(conn, None)
+    _SEALED.pop(conn, None)
+    saved = conn.autocommit
+    conn.autocommit = False
+    try:
+        conn.execute("SELECT 1", prepare=False)
+        conn.rollback()
+    finally:
+        conn.autocommit = saved
 
 
 def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str,
