@@ -385,9 +385,12 @@ def test_search_and_named_reads_share_a_connection_through_psycopgs_deallocate_a
     with one_connection_pool(dds) as pool:
         for _ in range(2):
             with store_as(pool, fresh, dds.context("alice")) as alice:
+                # The read first: on an application's pool each operation starts by forgetting
+                # every named statement (psycopg's through a rollback, which deallocates them),
+                # so a search's rounds last until the next operation.
+                assert content(alice, "a1") == "memory a1 of alice"
                 assert found_ids(alice, user_id="alice", exact_user_match=True) == {
                     "a1", "a2", "a3"}
-                assert content(alice, "a1") == "memory a1 of alice"
                 with pool.connection() as conn:
                     names = {str(r[0])[:4] for r in conn.execute(
                         "SELECT name FROM pg_prepared_statements").fetchall()}
@@ -713,21 +716,8 @@ def test_v2_a_sealed_statement_replaced_at_the_protocol_level_is_forgotten_never
         assert [n.payload for n in listener.notifies(timeout=0.5)] == ["probe"]
 
 
-_PROTOCOL_LEVEL_HOLE = pytest.mark.xfail(strict=True, reason=(
-    "HOLE: the clean-session scan refuses only SQL-level prepared statements (from_sql), while "
-    "the engine's first reads (oam_read_N, context_sql._PREPARED) keep running by name on a "
-    "connection of an application's pool, which carries no seal; a statement replaced at the "
-    "protocol level (DEALLOCATE, then a Parse of the same name) by code holding the pooled "
-    "connection runs in the next end user's transaction and can hand out the assertion, which "
-    "any session of the runtime login can replay as that user until it expires (a sealing "
-    "pool's connection back with a new seal runs no statement named before: "
-    "context_sql._forget_named_statements)"))
-
-
 @pytest.mark.parametrize(("pool_kind", "family"), [
-    ("sealing", "oam_read"),
-    pytest.param("application", "oam_read", marks=_PROTOCOL_LEVEL_HOLE),
-    ("sealing", "_pg3")])
+    ("sealing", "oam_read"), ("application", "oam_read"), ("sealing", "_pg3")])
 def test_v2_a_named_read_replaced_at_the_protocol_level_never_runs_for_the_next_user(
         dds: Any, seeded: Seeded, pool_kind: str, family: str) -> None:
     """The attacker checks a connection out (the gateway's sealing pool, or an application's
@@ -735,10 +725,13 @@ def test_v2_a_named_read_replaced_at_the_protocol_level_never_runs_for_the_next_
     or psycopg's prepared search rounds) by a Parse of the same name at the protocol level
     (``psycopg.Connection.pgconn``: the same parameters and columns, plus a notify of the
     current assertion) and returns it. Secure outcome: the next user's request does not run it
-    and no assertion reaches the listener. Today bob gets his right answer while his assertion
-    is notified, and the attacker's own session, replaying it, reads bob's rows. Positive
-    controls: the replaced statements exist, none is SQL-level, the probe is heard, bob's
-    answers are right."""
+    and no assertion reaches the listener (before the fix bob got his right answer while his
+    assertion was notified, and the attacker's own session, replaying it, read bob's rows: a
+    connection without a kept seal now runs no statement named before,
+    ``context_sql._forget_named_statements``). An application's pool never keeps psycopg's
+    prepared rounds across operations, so only its engine reads are there to replace.
+    Positive controls: the replaced statements exist, none is SQL-level, the probe is heard,
+    bob's answers are right."""
     pools = {"sealing": sealing_pool, "application": one_connection_pool}
     pattern = {"oam_read": "oam\\_read\\_%", "_pg3": "\\_pg3\\_%"}[family]
     with psycopg.connect(dds.runtime_url, autocommit=True) as listener, \

@@ -19,6 +19,7 @@ from dds import OWNER
 from oracleagentmemory.core import OracleDBMemoryStore, SchemaPolicy
 from oracleagentmemory.core.deepsec import OracleMemoryEndUserSecurityContext
 from oracleagentmemory.engines.postgres.context_sql import MAX_PREPARED_READS
+from oracleagentmemory.engines.postgres.session_seals import SealingPool
 from oracleagentmemory.errors import SecurityContextError
 from psycopg_pool import ConnectionPool
 from round_trips import Relay, relay
@@ -33,9 +34,13 @@ def seeded(dds: Any) -> Seeded:
 @contextmanager
 def relayed_store(dds: Any, seeded: Seeded, user: str = "alice"
                   ) -> Iterator[tuple[Relay, ConnectionPool[Any], OracleDBMemoryStore]]:
-    """A NO_CHECK store on a one-connection pool through a relay, in ``user``'s context."""
+    """A NO_CHECK store on a one-connection sealing pool (the kind the SDK builds for a URL and
+    the gateway runs on) through a relay, in ``user``'s context. An application's own
+    ``ConnectionPool`` pays two round trips more per operation: the engine cannot tell who used
+    its connections, so it forgets every named statement first (tests/test_attack_review_23.py).
+    """
     with relay(dds.runtime_url) as (counter, url), \
-            ConnectionPool(url, min_size=1, max_size=1, open=True) as pool, \
+            SealingPool(url, min_size=1, max_size=1, open=True) as pool, \
             OracleMemoryEndUserSecurityContext(dds.context(user)):
         store = OracleDBMemoryStore(None, pool, schema_policy=SchemaPolicy.NO_CHECK,
                                     memory_store_id=seeded.store_id, schema_owner=OWNER)

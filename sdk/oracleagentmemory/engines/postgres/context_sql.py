@@ -419,7 +419,10 @@ def context_transaction(conn: psycopg.Connection[Any], security: Any,
     # The transaction is opened and ended here, through libpq, whatever the connection's
     # autocommit setting: psycopg reads the transaction status from libpq, so inside it sends
     # no BEGIN of its own and nests its transaction blocks as savepoints.
-    if seal is not None and not seal.kept:
+    if seal is None or not seal.kept:
+        # Nothing vouches that only the SDK used the session since: run no statement named
+        # before (an application's pool or connection, every time; a sealing pool's, on a
+        # new seal).
         _forget_named_statements(conn)
     transaction = ContextTransaction(conn, security, seal)
     if not deferred or security.verified_username() is None:
@@ -453,11 +456,13 @@ def _forget_named_statements(conn: psycopg.Connection[Any]) -> None:
     prepare them again under names never used before) and psycopg forgets its own (a rollback
     through psycopg clears its cache and deallocates every statement of the session).
 
-    Run when a sealing pool's connection comes back to the engine with a new seal: code that
-    held the connection since may have replaced a named statement at the protocol level (a
-    ``Parse`` of the same name), which the clean-session scan cannot tell from the SDK's (it
-    refuses only SQL-level ``PREPARE``). A name planted ahead collides with the SDK's
-    ``Parse`` and fails the flight. Two round trips, on new seals only.
+    Run on every connection without a kept seal (an application's pool or connection each
+    time, a sealing pool's when it comes back with a new seal): code that held the connection
+    may have replaced a named statement at the protocol level (a ``Parse`` of the same name),
+    which the clean-session scan cannot tell from the SDK's (it refuses only SQL-level
+    ``PREPARE``). A name planted ahead collides with the SDK's ``Parse`` and fails the flight.
+    Two round trips, and the reads of such a transaction are planned again: the price of a
+    pool the SDK cannot watch (a pool it builds keeps its seals).
     """
     _PREPARED.pop(conn, None)
     _SEALED.pop(conn, None)
