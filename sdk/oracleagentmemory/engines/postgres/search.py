@@ -408,8 +408,10 @@ def _vector_arms(names: StoreNames, plan: SearchPlan, budget: int, exact: bool,
     The message arm ranks turn windows of its best chunks (``turn_windows.vector_window``).
     Rows are ``record_type, record_id, user_id, d``.
     """
-    # "+ 0" hides the operator from the planner, which then scans the filtered rows exactly.
-    order = "(c.embedding <=> %s::vector) + 0" if exact else "c.embedding <=> %s::vector"
+    # "+ 0" hides the operator from the planner, which then scans the filtered rows exactly;
+    # the exact arm orders by the distance it selects, computed once per row.
+    distance = "(c.embedding <=> %s::vector) + 0" if exact else "(c.embedding <=> %s::vector)"
+    order = "d" if exact else "c.embedding <=> %s::vector"
     arms: list[sql.Composable] = []
     for parent, types in _arms(plan):
         seeds = SEEDS_PER_RESULT if parent == "message" else 1  # a message arm's seeds
@@ -418,11 +420,12 @@ def _vector_arms(names: StoreNames, plan: SearchPlan, budget: int, exact: bool,
         else:
             source, where, where_params = _join_and_filters(names, plan, parent, types)
             arm = sql.SQL(
-                "(SELECT c.record_type, c.record_id, c.user_id, (c.embedding <=> %s::vector) AS d "
+                "(SELECT c.record_type, c.record_id, c.user_id, " + distance + " AS d "
                 "FROM {} WHERE {} AND c.embedding IS NOT NULL ORDER BY " + order + " LIMIT %s{})"
             ).format(source, where, sql.SQL(" * {}").format(sql.Literal(seeds)) if seeds > 1
                      else sql.SQL(""))
-            params.extend([plan.vector, *where_params, plan.vector, budget])
+            params.extend([plan.vector, *where_params, *([] if exact else [plan.vector]),
+                           budget])
         if parent == "message":
             arm = vector_window(names, plan, budget, arm, *_parent_filters(plan, parent), params)
         arms.append(arm)
