@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import functools
 import logging
@@ -545,7 +546,16 @@ class OracleThread(ThreadContext, IThread):
     update_image_async = AsyncTwin(update_image)
     delete_image_async = AsyncTwin(delete_image)
     wait_for_memory_extraction_async = AsyncTwin(wait_for_memory_extraction)
-    get_messages_async = AsyncTwin(get_messages)
+
+    async def get_messages_async(self, start: Any = NOT_SET_MARKER, end: Any = NOT_SET_MARKER,
+                                 include_image_bytes: Any = NOT_SET_MARKER
+                                 ) -> builtins.list[Message]:
+        """Asynchronous :meth:`get_messages` (runs it in a worker thread). Here ``start``,
+        ``end`` and ``include_image_bytes`` may also come by position, as Oracle's package
+        takes them in its twin (``await thread.get_messages_async(0, 10)``)."""
+        return await asyncio.to_thread(functools.partial(
+            self.get_messages, start=start, end=end, include_image_bytes=include_image_bytes))
+
     get_message_async = AsyncTwin(get_message)
     update_message_async = AsyncTwin(update_message)
     delete_message_async = AsyncTwin(delete_message)
