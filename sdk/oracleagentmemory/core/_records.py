@@ -2,15 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from oracleagentmemory.apis.message import ImageContent, ImageMimeType, MessageContent, TextContent
-from oracleagentmemory.apis.records import PROFILE_TYPES, Record, RecordStatus, build_record
+from oracleagentmemory.apis.records import (
+    MEMORY_TYPES,
+    PROFILE_TYPES,
+    RECORD_CLASS_BY_TYPE,
+    MessageRecord,
+    Record,
+    RecordStatus,
+    build_record,
+)
 from oracleagentmemory.core._validation import format_timestamp
 
 MessageImages = Mapping[tuple[str, str], bytes]
 """Loaded bytes of message image parts, by ``(message id, part id)``."""
+
+_UTC_ZONES: tuple[tzinfo, ...] = (ZoneInfo("Etc/UTC"), timezone.utc, ZoneInfo("UTC"))
+"""Time zones always at offset zero, in which a timestamp's ISO text is already its UTC text:
+``timezone.utc`` and the zones psycopg hands out for a server whose ``TimeZone`` is UTC."""
+_STATUS: dict[object, RecordStatus] = {s.value: s for s in RecordStatus}
+"""Each status by its stored text (what ``RecordStatus(text)`` returns, without the enum call)."""
+_SCOPED_CLASSES: dict[str, Callable[..., Record]] = {
+    t: RECORD_CLASS_BY_TYPE[t] for t in (*MEMORY_TYPES, "thread_summary")}
+"""Scoped record classes whose fields are exactly the common ones (positional order ``id,
+content, timestamp, metadata, status, linked_results, thread_id, user_id, agent_id``)."""
+_PROFILE_CLASSES: dict[str, Callable[..., Record]] = {
+    t: RECORD_CLASS_BY_TYPE[t] for t in PROFILE_TYPES}
+"""Unscoped record classes (positional order ``id, content, timestamp, metadata, status,
+linked_results``)."""
 
 
 def _message_content(row: dict[str, Any], images: MessageImages | None
@@ -36,11 +60,36 @@ def message_image_owners(rows: list[dict[str, Any]]) -> list[tuple[str, str | No
             and any(p.get("type") == "image" for p in r.get("content_parts") or ())]
 
 
+def _timestamp(value: datetime | None) -> str | None:
+    """:func:`format_timestamp`, without the conversion when ``value`` is in UTC already."""
+    if value is not None and value.tzinfo in _UTC_ZONES:
+        return value.isoformat()
+    return format_timestamp(value)
+
+
 def record_from_row(row: dict[str, Any], images: MessageImages | None = None,
                     **extra: Any) -> Record:
     """The record a row stands for (``images``: loaded bytes of message image parts, which are
     ``None`` otherwise; ``extra``: further fields, such as ``linked_results``)."""
     record_type = row["record_type"]
+    status = _STATUS.get(row.get("status") or "valid")
+    if status is not None and (not extra or extra.keys() == {"linked_results"}):
+        # The common rows, built by position: the same values as build_record below gives.
+        linked = extra.get("linked_results", ())
+        get = row.get
+        cls = _SCOPED_CLASSES.get(record_type)
+        if cls is not None:
+            return cls(row["id"], get("content"), _timestamp(get("ts")), get("metadata"), status,
+                       linked, get("thread_id"), get("user_id"), get("agent_id"))
+        if record_type == "message":
+            return MessageRecord(row["id"], _message_content(row, images), _timestamp(get("ts")),
+                                 get("metadata"), status, linked, get("thread_id"),
+                                 get("user_id"), get("agent_id"), get("role"),
+                                 seq_no=int(get("seq_no") or 0))
+        cls = _PROFILE_CLASSES.get(record_type)
+        if cls is not None:
+            return cls(row["id"], get("content"), _timestamp(get("ts")), get("metadata"), status,
+                       linked)
     fields: dict[str, Any] = {
         "timestamp": format_timestamp(row.get("ts")),
         "metadata": row.get("metadata"),
