@@ -114,8 +114,17 @@ class BridgedConnection(psycopg.Connection[Any]):
         if not in_bridge():
             return super().wait(gen, interval, timeout)
         try:
+            # A generator that needs no I/O (a commit with no transaction open, as the pool's
+            # connection block ends) finishes here, without two switches to the loop and back.
+            first = next(gen)
+        except StopIteration as done:
+            finished: RV = done.value
+            return finished
+        except OSError as error:  # as the wait reports a closed socket
+            raise psycopg.OperationalError("connection socket closed") from error
+        try:
             return await_in_bridge(waiting.wait_async(
-                gen, self.pgconn.socket, interval=interval, timeout=timeout))
+                _resumed(first, gen), self.pgconn.socket, interval=interval, timeout=timeout))
         except BaseException as error:
             if not isinstance(error, Exception):
                 self._abandon()
@@ -133,6 +142,18 @@ class BridgedConnection(psycopg.Connection[Any]):
             pass
         finally:
             self.pgconn.finish()
+
+
+def _resumed(first: waiting.Wait, gen: PQGen[RV]) -> PQGen[RV]:
+    """``gen`` after its first step, which asked for ``first``: what the wait resumes."""
+    state = first
+    while True:
+        ready = yield state
+        try:
+            state = gen.send(ready)
+        except StopIteration as done:
+            result: RV = done.value
+            return result
 
 
 class BridgedPool(ConnectionPool[Any]):
