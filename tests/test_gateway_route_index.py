@@ -111,3 +111,22 @@ def test_a_search_asks_only_the_routes_its_path_could_match() -> None:
     indexed = _counted(IndexedRouter([r for r in _routes() if isinstance(r, Route)]), asked)
     assert _call(indexed, "/v1/search", "POST", "")[0]["status"] == 200
     assert asked == [PROTECTED_PREFIX + "/search"]
+
+
+def test_a_get_asks_only_the_route_its_path_could_match() -> None:
+    asked: list[str] = []
+    indexed = _counted(IndexedRouter([r for r in _routes() if isinstance(r, Route)]), asked)
+    assert _call(indexed, "/v1/memories/123", "GET", "")[0]["status"] == 200
+    # /v1/me and /v1/memories are prefixes of the path but name no other path.
+    assert asked == [PROTECTED_PREFIX + "/memories/{memory_id}"]
+
+
+def test_a_path_with_a_final_newline_gets_the_plain_routers_answer() -> None:
+    # A route's expression ends in $, which also accepts a final newline.
+    plain, indexed = Router(_routes()), IndexedRouter(_routes())
+    for path in ("/v1/me\n", "/v1/search\n", "/v1/memories/1\n", "/healthz\n", "/v1/me\n\n"):
+        for method in ("GET", "POST"):
+            expected = _call(plain, path, method, "")
+            assert _call(indexed, path, method, "") == expected, (path, method)
+    # Positive control: the plain router does answer such a path with its route.
+    assert _call(plain, "/v1/me\n", "GET", "")[0]["status"] == 200

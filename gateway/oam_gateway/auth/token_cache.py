@@ -1,13 +1,13 @@
 """A bounded cache of verified tokens: a token seen before skips signature verification.
 
-Entries are keyed by the SHA-256 of the whole compact token (a token differing in any byte
-misses), kept until the token's ``exp`` (strictly: the verifier's leeway is not extended to
-cached entries) and evicted least-recently-used beyond ``max_entries``.
+Entries are keyed by the whole compact token, as text (a token differing in any byte misses;
+the principal holds the token anyway, to forward it in token mode), kept until the token's
+``exp`` (strictly: the verifier's leeway is not extended to cached entries) and evicted
+least-recently-used beyond ``max_entries``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -23,30 +23,28 @@ class VerifiedTokenCache:
     def __init__(self, max_entries: int, clock: Callable[[], float] = time.time) -> None:
         self._max_entries = max_entries
         self._clock = clock
-        self._entries: OrderedDict[bytes, Principal] = OrderedDict()
+        self._entries: OrderedDict[str, Principal] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def get(self, token: str) -> Principal | None:
         """The principal of ``token`` if it was verified and has not expired."""
-        key = _key(token)
-        principal = self._entries.get(key)
+        principal = self._entries.get(token)
         if principal is None:
             return None
         if self._clock() >= principal.expires_at:
-            del self._entries[key]
+            del self._entries[token]
             return None
-        self._entries.move_to_end(key)
+        self._entries.move_to_end(token)
         return principal
 
     def put(self, token: str, principal: Principal) -> None:
         """Remember that ``token`` verified as ``principal``."""
         if self._max_entries <= 0 or self._clock() >= principal.expires_at:
             return
-        key = _key(token)
-        self._entries[key] = principal
-        self._entries.move_to_end(key)
+        self._entries[token] = principal
+        self._entries.move_to_end(token)
         while len(self._entries) > self._max_entries:
             self._entries.popitem(last=False)
 
@@ -54,6 +52,3 @@ class VerifiedTokenCache:
         """Forget every entry (the issuer's keys changed)."""
         self._entries.clear()
 
-
-def _key(token: str) -> bytes:
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()

@@ -4,12 +4,13 @@ Starlette's :class:`~starlette.routing.Router` asks every route in turn whether 
 (each runs its path's regular expression), so ``POST /v1/search``, the last of about thirty
 routes, pays for thirty matches. A :class:`~starlette.routing.Route`'s path can only match a
 request path that starts with the route's literal prefix (the text before its first
-``{parameter}``), so :class:`IndexedRouter` first keeps the routes whose prefix the path
-starts with (every other kind of route is always kept), in their order, and runs Starlette's
-own rule over those: the first full match answers, else the first partial one (a 405). A
-request none of them matches, one with a ``root_path`` and any other scope go through
-Starlette's router unchanged (its slash redirect and 404), so every answer is the one the
-plain router would give.
+``{parameter}``), and a route without parameters only the path it names (or that path and a
+final newline, which its expression's ``$`` also accepts), so :class:`IndexedRouter` first keeps
+the routes that could match (every other kind of route is always kept), in their order, and
+runs Starlette's own rule over those: the first full match answers, else the first partial
+one (a 405). A request none of them matches, one with a ``root_path`` and any other scope go
+through Starlette's router unchanged (its slash redirect and 404), so every answer is the one
+the plain router would give.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class IndexedRouter(Router):
     """A :class:`~starlette.routing.Router` that skips routes by their literal prefix."""
 
     _indexed: list[BaseRoute] | None = None
-    _prefixes: tuple[tuple[BaseRoute, str], ...] = ()
+    _prefixes: tuple[tuple[BaseRoute, str, bool], ...] = ()
 
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("root_path"):
@@ -33,8 +34,11 @@ class IndexedRouter(Router):
         path: str = scope["path"]
         partial: BaseRoute | None = None
         partial_scope: Scope = {}
-        for route, prefix in self._routes_by_prefix():
-            if not path.startswith(prefix):
+        for route, prefix, literal in self._routes_by_prefix():
+            if literal:
+                if path != prefix and path != prefix + "\n":
+                    continue
+            elif not path.startswith(prefix):
                 continue
             match, child_scope = route.matches(scope)
             if match is Match.FULL:
@@ -53,12 +57,17 @@ class IndexedRouter(Router):
             return
         await super().app(scope, receive, send)  # no route: the redirect or the 404
 
-    def _routes_by_prefix(self) -> tuple[tuple[BaseRoute, str], ...]:
-        """Each route with its literal prefix (``""`` for routes other than ``Route``),
-        recomputed when the routes changed."""
+    def _routes_by_prefix(self) -> tuple[tuple[BaseRoute, str, bool], ...]:
+        """Each route with its literal prefix (``""`` for routes other than ``Route``) and
+        whether that prefix is its whole path, recomputed when the routes changed."""
         if self._indexed != self.routes:
             self._indexed = list(self.routes)
-            self._prefixes = tuple(
-                (route, route.path.split("{", 1)[0] if type(route) is Route else "")
-                for route in self._indexed)
+            self._prefixes = tuple(_indexed(route) for route in self._indexed)
         return self._prefixes
+
+
+def _indexed(route: BaseRoute) -> tuple[BaseRoute, str, bool]:
+    if type(route) is not Route:
+        return route, "", False
+    prefix = route.path.split("{", 1)[0]
+    return route, prefix, prefix == route.path

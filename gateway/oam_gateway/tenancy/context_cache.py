@@ -37,7 +37,10 @@ class ContextCache:
         """The context kept for ``key``, or a new one from ``make()`` (called outside the
         lock), kept from now on."""
         with self._lock:
-            context = self._contexts.get(key)
+            try:
+                context = self._contexts[key]  # TTLCache.get asks twice (contains, then item)
+            except KeyError:
+                context = None
         if context is None:
             context = make()
             with self._lock:
