@@ -70,7 +70,9 @@ def window_tail(names: StoreNames, plan: SearchPlan, budget: int, score: sql.Com
     ``record_type, record_id, d`` with ``d = 1 / (1 + score)``.
 
     ``score`` is the BM25 sum over ``h`` grouped by chunk; ``parent_where`` (with
-    ``parent_params``) the validity, expiry and metadata predicates on message ``p``.
+    ``parent_params``) the validity, expiry and metadata predicates on message ``p``. Ties
+    break by id (seeds by chunk id, messages by message id as the core orders them), so which
+    seeds and messages make the cut does not depend on the statement's plan.
     """
     scope, scope_params = scope_predicates(plan.scope.items(), alias="p")
     where = [*scope, *parent_where] or [sql.SQL("true")]
@@ -85,7 +87,8 @@ def window_tail(names: StoreNames, plan: SearchPlan, budget: int, score: sql.Com
         "dt AS MATERIALIZED (SELECT array_position({months}, m[1]) AS month, m[2]::int AS year "
         "FROM regexp_matches(lower(%s), {mention}, 'g') AS m), "
         "sc AS (SELECT h.record_id, h.user_id, {score} AS score FROM h JOIN df USING (lexeme) "
-        "CROSS JOIN st GROUP BY h.id, h.record_id, h.user_id ORDER BY score DESC LIMIT {seeds}), "
+        "CROSS JOIN st GROUP BY h.id, h.record_id, h.user_id ORDER BY score DESC, h.id "
+        "LIMIT {seeds}), "
         "s AS (SELECT p.id, p.user_id, p.role, p.event_ts, p.thread_id, p.seq_no, "
         "max(sc.score) AS score "
         "FROM sc JOIN {message} p ON p.id = sc.record_id "
@@ -108,7 +111,7 @@ def window_tail(names: StoreNames, plan: SearchPlan, budget: int, score: sql.Com
         "AND (dt.year IS NULL OR dt.year = extract(year FROM w.event_ts AT TIME ZONE 'UTC'))) "
         "THEN {month_boost}::float8 ELSE 1 END) AS d "
         "FROM w GROUP BY w.id, w.user_id, w.role, w.event_ts "
-        "ORDER BY d LIMIT {budget}"
+        'ORDER BY d, w.id COLLATE "C" LIMIT {budget}'
     ).format(score=score, seeds=sql.Literal(budget * SEEDS_PER_RESULT),
              message=message, weight=weight, boost=sql.Literal(NAMED_SPEAKER_BOOST),
              window=sql.Literal(WINDOW), where=sql.SQL(" AND ").join(where),
