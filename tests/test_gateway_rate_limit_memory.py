@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from typing import Any
 
 import limits
 import pytest
@@ -71,3 +72,43 @@ def test_sweeps_are_paced_yet_expired_counters_are_given_back(
     storage = asyncio.run(run())
     held = set(storage.storage) | set(storage.events)
     assert not any("user" in key for key in held), sorted(held)[:5]
+
+
+_WRAPPED = ("incr", "get", "get_expiry", "check", "reset", "clear", "acquire_entry",
+            "get_moving_window", "acquire_sliding_window_entry", "get_sliding_window",
+            "clear_sliding_window")
+
+
+def _error_wrappers(method: Any) -> int:
+    wrapper = MemoryStorage.get.__code__  # limits' error wrapper (MemoryStorage.get has one)
+    count = 0
+    while getattr(method, "__code__", None) is wrapper:
+        count, method = count + 1, method.__wrapped__
+    return count
+
+
+def test_each_method_runs_in_one_error_wrapper() -> None:
+    class Plain(MemoryStorage):  # what subclassing does without the paced storage's care
+        pass
+
+    assert _error_wrappers(Plain.acquire_sliding_window_entry) == 4  # positive control
+    assert _error_wrappers(Plain.get) == 2
+    assert {name: _error_wrappers(getattr(PacedMemoryStorage, name)) for name in _WRAPPED} \
+        == dict.fromkeys(_WRAPPED, 1)
+
+
+class _Unreadable:
+    """An expiry that cannot be compared: reading its counter raises ``ValueError``, the
+    memory storage's own exception."""
+
+    def __le__(self, other: object) -> bool:
+        raise ValueError("unreadable")
+
+
+@pytest.mark.parametrize("wrap", [True, False])
+def test_the_one_wrapper_still_converts_storage_errors(wrap: bool) -> None:
+    storage = PacedMemoryStorage(wrap_exceptions=wrap)
+    storage.expirations["key"] = _Unreadable()  # type: ignore[assignment]
+    expected = limits.errors.StorageError if wrap else ValueError
+    with pytest.raises(expected):
+        asyncio.run(storage.get("key"))

@@ -12,11 +12,19 @@ and the moving window compares entry times, so the sweep only gives memory back.
 ``MemoryStorage`` offers no public way to pace its sweep; this overrides its private hook
 (``MemoryStorage.__schedule_expiry``), and ``tests/test_gateway_rate_limit_memory.py`` fails by
 name if a ``limits`` release renames it.
+
+``limits`` wraps a storage's methods in its error wrapper (a coroutine that turns the storage's
+own exceptions into ``StorageError`` when asked) again for every subclass, inherited methods
+included, and its sliding-window and moving-window methods twice per class: through this
+subclass a hit awaited four wrappers around ``acquire_sliding_window_entry`` and two around each
+of its counter reads. One does what they all do, so :class:`PacedMemoryStorage` keeps one
+around each method (:func:`_one_error_wrapper`): 14 -> 11 us per sliding-window hit.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from limits.aio.storage import MemoryStorage
@@ -49,3 +57,23 @@ class PacedMemoryStorage(MemoryStorage):
         self.sweeps_started += 1
         schedule: Any = MemoryStorage._MemoryStorage__schedule_expiry  # type: ignore[attr-defined]
         await schedule(self)
+
+
+_ERROR_WRAPPED = ("incr", "get", "get_expiry", "check", "reset", "clear", "acquire_entry",
+                  "get_moving_window", "acquire_sliding_window_entry", "get_sliding_window",
+                  "clear_sliding_window")
+"""The methods ``limits`` wraps in its error wrapper (``Storage`` and its window mixins)."""
+
+
+def _one_error_wrapper(method: Callable[..., Any], wrapper_code: Any) -> Callable[..., Any]:
+    """``method`` in the innermost of the error wrappers around it (those running
+    ``wrapper_code``) alone: the outer ones only see what the innermost has converted."""
+    while getattr(method, "__code__", None) is wrapper_code and \
+            getattr(getattr(method, "__wrapped__", None), "__code__", None) is wrapper_code:
+        method = method.__wrapped__  # type: ignore[attr-defined]
+    return method
+
+
+for _name in _ERROR_WRAPPED:
+    setattr(PacedMemoryStorage, _name, _one_error_wrapper(
+        getattr(PacedMemoryStorage, _name), MemoryStorage.get.__code__))
