@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from oam_gateway.config.limits import LimitSettings
 from oam_gateway.middleware.bearer import principal_of
@@ -159,8 +160,14 @@ def json_data_response(data: Any, status: int = 200) -> Response:
 
 
 def route_handler(endpoint: Endpoint, tenants: Tenants, limits: LimitSettings,
-                  enforce_scopes: bool) -> Callable[[Request], Awaitable[Response]]:
-    """The Starlette handler of ``endpoint``: scope check, body, ``user_id`` check, handler."""
+                  enforce_scopes: bool) -> ASGIApp:
+    """The ASGI app of ``endpoint``'s Starlette route: scope check, body, ``user_id`` check,
+    handler, then its response sent.
+
+    An ASGI app rather than a request function, which Starlette would wrap per request in its
+    own exception handling (a request, three closures, two coroutines): the gateway's
+    exception middleware, which holds the same handlers, answers what the handler raises.
+    """
 
     async def handle(request: Request) -> Response:
         principal = principal_of(request)
@@ -183,7 +190,21 @@ def route_handler(endpoint: Endpoint, tenants: Tenants, limits: LimitSettings,
         call = Call(request, principal, tenants[principal.tenant], limits, event, body)
         return await endpoint.handler(call)
 
-    return handle
+    return _RouteApp(handle)
+
+
+class _RouteApp:
+    """A request handler as an ASGI app (an object, not a function, which Starlette's
+    ``Route`` would wrap in its own request handling)."""
+
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle: Callable[[Request], Awaitable[Response]]) -> None:
+        self._handle = handle
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self._handle(Request(scope, receive))
+        await response(scope, receive, send)
 
 
 async def _parsed_body(request: Request, model: type[BaseModel] | None) -> BaseModel | None:
