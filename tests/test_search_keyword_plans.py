@@ -20,6 +20,7 @@ from oracleagentmemory.core._search_loop import first_budget
 from oracleagentmemory.engines.identifiers import store_names
 from oracleagentmemory.engines.interfaces import UNSET, SearchPlan
 from oracleagentmemory.engines.postgres import search as pg_search
+from psycopg_pool import ConnectionPool
 
 POSTGRESQL_ONLY = "checks PostgreSQL's plans of the keyword statement"
 K = 5
@@ -102,3 +103,48 @@ def test_ties_across_the_window_rank_by_record_id_under_either_plan(
     assert len(rows["force_custom_plan"]) == budget
     assert rows["force_custom_plan"] == rows["force_generic_plan"]
     assert [row[1] for row in rows["force_generic_plan"]] == sorted(ids)[:budget]
+
+
+def _modes(conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
+    """The session's plan_cache_mode and the round's placeholder (``None`` if never set)."""
+    return conn.execute("SELECT current_setting('plan_cache_mode'), "
+                        "current_setting('oam_search.plan_cache_mode', true)").fetchone()
+
+
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
+def test_a_pooled_connection_keeps_its_plan_cache_mode_after_keyword_searches(
+        make_store: StoreFactory, pg_url: str) -> None:
+    with ConnectionPool(pg_url, min_size=1, max_size=1, open=True) as pool:
+        with pool.connection() as conn:
+            assert _modes(conn) == ("auto", None)  # the placeholder does not exist yet
+        store = make_store(search_strategy=SearchStrategy.KEYWORD, pool=pool)
+        store.add(["green tea in the morning", "herbal tea at night"], "memory", user_ids="u1")
+        for _ in range(3):
+            assert store.search("green tea", K, user_id="u1")
+        with pool.connection() as conn:  # the one connection the searches ran on
+            # The placeholder is left defined, empty outside the round's transaction.
+            assert _modes(conn) == ("auto", "")
+            assert _keyword_statements(conn) == [(3, 0)]  # positive control: the round ran
+
+
+@pytest.mark.not_on_engine("oracle", reason=POSTGRESQL_ONLY)
+@pytest.mark.parametrize("autocommit", [True, False])
+def test_a_round_that_fails_mid_pipeline_leaves_no_forced_plan(pg_url: str,
+                                                               autocommit: bool) -> None:
+    with psycopg.connect(pg_url, autocommit=autocommit) as conn:
+        # Positive control: inside the round the mode is forced, and restored in the same
+        # transaction after it.
+        with conn.transaction():
+            probe = "SELECT current_setting('plan_cache_mode')"
+            rows = pg_search._with_generic_plan(conn, probe, [], psycopg.RawCursor(conn))
+            assert rows == [("force_generic_plan",)]
+            assert _modes(conn) == ("auto", "auto")
+        # The round's statement fails between the set and the restore.
+        with pytest.raises(psycopg.errors.DivisionByZero), conn.transaction():
+            pg_search._with_generic_plan(conn, "SELECT 1 / 0", [], psycopg.RawCursor(conn))
+        assert _modes(conn) == ("auto", "")
+        # The connection is usable and the next round is forced again, then restored.
+        rows = pg_search._with_generic_plan(conn, probe, [], psycopg.RawCursor(conn))
+        assert rows == [("force_generic_plan",)]
+        # (Without autocommit the round's transaction is still open, the placeholder set in it.)
+        assert _modes(conn) == ("auto", "" if autocommit else "auto")
