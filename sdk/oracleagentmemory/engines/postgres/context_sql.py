@@ -1,9 +1,25 @@
-"""Apply, verify and clear an end-user security context on a PostgreSQL connection."""
+"""Apply, verify and clear an end-user security context on a PostgreSQL connection.
+
+What of psycopg this uses: ``psycopg.Connection`` (``execute``, ``rollback``, ``close``,
+``cancel_safe``, ``pgconn``, ``info``), ``psycopg.pq`` (the documented libpq wrapper:
+``send_prepare``, ``send_query_prepared``, ``send_query_params``, ``send_query``,
+``enter_pipeline_mode``, ``pipeline_sync``, ``exit_pipeline_mode``, ``flush``,
+``consume_input``, ``is_busy``, ``get_result``, ``socket``, the result accessors) and
+``psycopg.errors``. A round trip's waits on the socket are its own (:func:`_wait`): the running
+event loop's ``add_reader``/``add_writer`` inside a bridged greenlet
+(:mod:`~oracleagentmemory.engines.postgres.event_loop`), otherwise ``select.poll``; no
+``psycopg.generators`` and no ``Connection.wait``. Two things beyond psycopg's API reference
+remain: ``Connection.lock`` (held so that no other statement of the connection runs within a
+flight) and ``psycopg.adapt.Transformer`` (dumps values and loads rows with the connection's
+adapters).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
+import select
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -13,11 +29,15 @@ from functools import lru_cache
 from typing import Any
 
 import psycopg
-from psycopg import generators, pq
-from psycopg.abc import PQGen
+from psycopg import pq
 from psycopg.adapt import PyFormat, Transformer
 from psycopg.pq import TransactionStatus
 
+from oracleagentmemory.engines.postgres.event_loop import (
+    CANCEL_TIMEOUT_SECONDS,
+    await_in_bridge,
+    in_bridge,
+)
 from oracleagentmemory.engines.postgres.security_schema import ASSERTION_SETTING, SEALED_APPLY
 from oracleagentmemory.engines.postgres.session_seals import SessionSeal
 from oracleagentmemory.errors import SecurityContextError
@@ -557,31 +577,110 @@ def _committed(results: list[pq.abc.PGresult]) -> bool:
 
 
 def _results(conn: psycopg.Connection[Any], pipeline: bool) -> list[pq.abc.PGresult]:
-    """Send what is queued and collect one result per statement.
+    """Send what is queued and collect one result per statement; in pipeline mode up to the
+    sync point.
 
-    One wait for the whole round trip (:func:`_round_trip`), through psycopg's own non-blocking
-    generators and the connection's wait loop (which releases the GIL, as a blocking libpq call
-    would not while this backend waits, say, for a lock another thread's transaction holds; and
-    which a gateway's connection awaits on its event loop, where every wait costs a switch).
+    libpq's non-blocking calls (``psycopg.pq``: ``flush``, ``consume_input``, ``is_busy``,
+    ``get_result``) with a wait on the connection's socket between them (:func:`_wait`): on
+    the event loop inside a bridged greenlet, where other requests run meanwhile, and otherwise
+    a blocking ``poll`` that releases the GIL (as a blocking libpq call would not while this
+    backend waits, say, for a lock another thread's transaction holds). Interrupted during a
+    wait (a bridged request cancelled, ``KeyboardInterrupt``), the statement is cancelled on
+    the server and the connection closed, so that its transaction rolls back and nothing of
+    it can commit later.
     """
-    return conn.wait(_round_trip(conn.pgconn, pipeline))
+    pgconn = conn.pgconn
+    try:
+        while pgconn.flush() != 0:
+            if _wait(pgconn.socket, write=True):
+                pgconn.consume_input()  # reads notices the server sent meanwhile
+        results: list[pq.abc.PGresult] = []
+        while True:
+            try:
+                while pgconn.is_busy():
+                    _wait(pgconn.socket, write=False)
+                    pgconn.consume_input()
+            except psycopg.DatabaseError:
+                # The session ended after an error it reported (an idle-in-transaction
+                # timeout, say): the caller raises that error.
+                if any(r.status == pq.ExecStatus.FATAL_ERROR for r in results):
+                    return results
+                raise
+            result = pgconn.get_result()
+            if result is None:
+                if not pipeline:
+                    return results
+                if pgconn.status == pq.ConnStatus.BAD:
+                    raise psycopg.OperationalError(
+                        "the database connection broke while applying an end-user context")
+                continue
+            if result.status == pq.ExecStatus.PIPELINE_SYNC:
+                return results
+            results.append(result)
+    except OSError as error:  # the socket closed under the wait
+        raise psycopg.OperationalError("connection socket closed") from error
+    except Exception:
+        raise
+    except BaseException:
+        _abandon(conn)
+        raise
 
 
-def _round_trip(pgconn: pq.abc.PGconn, pipeline: bool) -> PQGen[list[pq.abc.PGresult]]:
-    """Flush what is queued, then read every result; in pipeline mode up to the sync point."""
-    yield from generators.send(pgconn)
-    if not pipeline:
-        fetched: list[pq.abc.PGresult] = yield from generators.fetch_many(pgconn)
-        return fetched
-    results: list[pq.abc.PGresult] = []
-    while True:
-        batch: list[pq.abc.PGresult] = yield from generators.fetch_many(pgconn)
-        if batch and batch[-1].status == pq.ExecStatus.PIPELINE_SYNC:
-            return results
-        if not batch and pgconn.status == pq.ConnStatus.BAD:
-            raise psycopg.OperationalError(
-                "the database connection broke while applying an end-user context")
-        results.extend(batch)
+def _wait(fileno: int, write: bool) -> bool:
+    """Wait until the socket is readable (or, with ``write``, writable); whether it is readable.
+
+    Inside a bridged greenlet the wait is a future of the running event loop, resolved by
+    ``loop.add_reader`` / ``add_writer`` callbacks, which the greenlet awaits on the loop
+    (:func:`~.event_loop.await_in_bridge`); elsewhere a blocking ``select.poll``.
+    """
+    if in_bridge():
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[bool] = loop.create_future()
+
+        def readable() -> None:
+            if not ready.done():
+                ready.set_result(True)
+
+        def writable() -> None:
+            if not ready.done():
+                ready.set_result(False)
+
+        loop.add_reader(fileno, readable)
+        if write:
+            loop.add_writer(fileno, writable)
+        try:
+            return await_in_bridge(ready)
+        finally:
+            loop.remove_reader(fileno)
+            if write:
+                loop.remove_writer(fileno)
+    poller = select.poll()
+    poller.register(fileno, _POLL_WRITE if write else _POLL_READ)
+    events = poller.poll()
+    return any(mask & _POLL_READ_OR_FAILED for _, mask in events)
+
+
+_POLL_READ = select.POLLIN | select.POLLPRI
+_POLL_WRITE = _POLL_READ | select.POLLOUT
+_POLL_READ_OR_FAILED = _POLL_READ | select.POLLERR | select.POLLHUP
+
+
+def _abandon(conn: psycopg.Connection[Any]) -> None:
+    """Interrupted mid-round-trip: stop the statement on the server (from a worker thread
+    inside a bridged greenlet, never blocking the loop), then close the session, which rolls
+    its transaction back. The protocol state is unknown, so the connection cannot serve
+    again."""
+    try:
+        if conn.pgconn.transaction_status == pq.TransactionStatus.ACTIVE:
+            if in_bridge():
+                await_in_bridge(asyncio.to_thread(conn.cancel_safe,
+                                                  timeout=CANCEL_TIMEOUT_SECONDS))
+            else:
+                conn.cancel_safe(timeout=CANCEL_TIMEOUT_SECONDS)
+    except BaseException:  # closing below ends the session in any case
+        pass
+    finally:
+        conn.close()
 
 
 def _raise_first_error(conn: psycopg.Connection[Any], results: list[pq.abc.PGresult]) -> None:
