@@ -171,6 +171,38 @@ def test_lists_and_a_threads_messages_are_one_round_trip_each(dds: Any, seeded: 
         assert record is not None and record.content == "memory a2 of alice"
 
 
+def named_reads(pool: ConnectionPool[Any]) -> int:
+    """How many of the engine's named reads the pool's one connection holds on the server."""
+    with pool.connection() as conn:
+        row = conn.execute("SELECT count(*) FROM pg_prepared_statements "
+                           "WHERE name LIKE 'oam\\_read\\_%'").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_an_applications_pool_keeps_no_named_reads_on_the_server(dds: Any, seeded: Seeded
+                                                                  ) -> None:
+    """Each transaction on an application's pool forgets the statements named before (a
+    connection the SDK cannot watch); reads named there would stay on the server, one more per
+    operation, and lengthen every later apply's clean-session scan."""
+    with relayed_store(dds, seeded) as (_, pool, store):  # positive control: a pool of the SDK's
+        for n in range(3):
+            assert memory_content(store, f"a{n + 1}") == f"memory a{n + 1} of alice"
+        assert named_reads(pool) >= 1
+    with ConnectionPool(dds.runtime_url, min_size=1, max_size=1, open=True) as pool, \
+            OracleMemoryEndUserSecurityContext(dds.context("alice")):
+        store = OracleDBMemoryStore(None, pool, schema_policy=SchemaPolicy.NO_CHECK,
+                                    memory_store_id=seeded.store_id, schema_owner=OWNER)
+        try:
+            for _ in range(10):
+                for n in range(3):
+                    assert memory_content(store, f"a{n + 1}") == f"memory a{n + 1} of alice"
+                assert [m.id for m in store.list("memory", record_id="a1")] == ["a1"]
+        finally:
+            store.close()
+        assert named_reads(pool) == 0
+
+
 def test_first_reads_past_the_prepared_limit_run_unnamed(dds: Any, seeded: Seeded) -> None:
     with relayed_store(dds, seeded) as (_, pool, store):
         for n in range(MAX_PREPARED_READS + 5):  # a new statement shape each time

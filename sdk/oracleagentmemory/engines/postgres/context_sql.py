@@ -215,9 +215,10 @@ class ContextTransaction:
         (:meth:`begin`). Under READ COMMITTED (the only level the assertion works at) each
         statement reads its own snapshot either way, and these take no locks. No row reaches
         the caller before the database's answer to the apply is checked; if it refuses the
-        context, the apply fails and the server runs none of the statements. The statements
-        run as named prepared statements of this connection, each prepared in the flight of
-        its first use.
+        context, the apply fails and the server runs none of the statements. On a connection
+        of a pool the SDK built, the statements run as named prepared statements of this
+        connection, each prepared in the flight of its first use; on an application's
+        connection, unnamed (nothing the SDK cannot watch keeps them).
         """
         with self._deciding:
             if self.used:
@@ -318,7 +319,10 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
     rows loaded by psycopg's adapters of ``conn`` (a :class:`~psycopg.adapt.Transformer`).
     """
     pgconn = conn.pgconn
-    prepared = _PREPARED.setdefault(conn, {})
+    # On a connection of an application's pool (no seal) the engine names nothing: the next
+    # transaction forgets every name first (_forget_named_statements), and names forgotten
+    # here but left on the server would pile up there with every operation.
+    prepared = _PREPARED.setdefault(conn, {}) if seal is not None else {}
     transformer = Transformer(conn)
     reads: list[int] = []
     new: list[tuple[str, tuple[int, ...] | None]] = []
@@ -333,7 +337,7 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
                 values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
                 key = (query, transformer.types)
                 name = prepared.get(key)
-                if name is None and len(prepared) >= MAX_PREPARED_READS:
+                if name is None and (seal is None or len(prepared) >= MAX_PREPARED_READS):
                     pgconn.send_query_params(_numbered(query), values, transformer.types,
                                              transformer.formats)
                 else:
