@@ -306,18 +306,16 @@ def add_hnsw_placeholder(url: str, store_id: str) -> None:
 
 
 def build_hnsw_index(url: str, corpus: Corpus, build_memory: str) -> None:
-    """The SDK's HNSW index, in place of the placeholder a ``--no-hnsw-index`` load left (the
-    SDK's ``CREATE INDEX IF NOT EXISTS`` would keep the placeholder of the same name)."""
+    """The SDK's HNSW index, on a store that has none but perhaps the placeholder a
+    ``--no-hnsw-index`` load left (dropped first: the SDK's ``CREATE INDEX IF NOT EXISTS``
+    would keep it, as it has the same name)."""
     start = time.perf_counter()
-    index = pg_names.index_qualified(corpus.stores["creator"]._names, "record_chunks_hnsw_ix")
+    names = corpus.stores["creator"]._names
     with psycopg.connect(url) as conn:
-        placeholder = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(%s) "
-            "AND indpred IS NOT NULL)", [index.as_string(conn)]).fetchone()
-        if placeholder and placeholder[0]:
-            conn.execute(sql.SQL("DROP INDEX {}").format(index))
+        conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(
+            pg_names.index_qualified(names, "record_chunks_hnsw_ix")))
         conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(build_memory)))
-        add_vector_index(conn, corpus.stores["creator"]._names)  # the SDK's own definition
+        add_vector_index(conn, names)  # the SDK's own definition
         conn.commit()
     corpus.index_seconds = time.perf_counter() - start
     print(f"  {corpus.size:,} chunks: HNSW index built in {corpus.index_seconds:.1f} s",

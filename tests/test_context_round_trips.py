@@ -23,6 +23,7 @@ from oracleagentmemory.engines.postgres.session_seals import SealingPool
 from oracleagentmemory.errors import SecurityContextError
 from psycopg_pool import ConnectionPool
 from round_trips import Relay, relay
+from test_attack_review_23 import one_connection_pool, store_as
 from test_deepsec_attacks import Seeded, seed
 
 
@@ -189,17 +190,12 @@ def test_an_applications_pool_keeps_no_named_reads_on_the_server(dds: Any, seede
         for n in range(3):
             assert memory_content(store, f"a{n + 1}") == f"memory a{n + 1} of alice"
         assert named_reads(pool) >= 1
-    with ConnectionPool(dds.runtime_url, min_size=1, max_size=1, open=True) as pool, \
-            OracleMemoryEndUserSecurityContext(dds.context("alice")):
-        store = OracleDBMemoryStore(None, pool, schema_policy=SchemaPolicy.NO_CHECK,
-                                    memory_store_id=seeded.store_id, schema_owner=OWNER)
-        try:
+    with one_connection_pool(dds) as pool:
+        with store_as(pool, seeded, dds.context("alice")) as store:
             for _ in range(10):
                 for n in range(3):
                     assert memory_content(store, f"a{n + 1}") == f"memory a{n + 1} of alice"
                 assert [m.id for m in store.list("memory", record_id="a1")] == ["a1"]
-        finally:
-            store.close()
         assert named_reads(pool) == 0
 
 
@@ -209,7 +205,4 @@ def test_first_reads_past_the_prepared_limit_run_unnamed(dds: Any, seeded: Seede
             shape = {f"k{i}": i for i in range(n + 1)}  # n + 1 predicates
             assert store.list("memory", metadata_filter=shape) == []
         assert [r.id for r in store.list("memory", record_id="a1")] == ["a1"]
-        with pool.connection() as conn:
-            row = conn.execute("SELECT count(*) FROM pg_prepared_statements "
-                               "WHERE name LIKE 'oam\\_read\\_%'").fetchone()
-        assert row == (MAX_PREPARED_READS,)
+        assert named_reads(pool) == MAX_PREPARED_READS

@@ -319,10 +319,11 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
     rows loaded by psycopg's adapters of ``conn`` (a :class:`~psycopg.adapt.Transformer`).
     """
     pgconn = conn.pgconn
+    prepared = _PREPARED.setdefault(conn, {})
     # On a connection of an application's pool (no seal) the engine names nothing: the next
     # transaction forgets every name first (_forget_named_statements), and names forgotten
     # here but left on the server would pile up there with every operation.
-    prepared = _PREPARED.setdefault(conn, {}) if seal is not None else {}
+    limit = MAX_PREPARED_READS if seal is not None else 0
     transformer = Transformer(conn)
     reads: list[int] = []
     new: list[tuple[str, tuple[int, ...] | None]] = []
@@ -337,7 +338,7 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
                 values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
                 key = (query, transformer.types)
                 name = prepared.get(key)
-                if name is None and (seal is None or len(prepared) >= MAX_PREPARED_READS):
+                if name is None and len(prepared) >= limit:
                     pgconn.send_query_params(_numbered(query), values, transformer.types,
                                              transformer.formats)
                 else:
