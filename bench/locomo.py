@@ -11,7 +11,10 @@ strategy ``oam-gateway dev`` serves (:data:`DEV_STRATEGY`); per conversation one
 one thread (``create_thread``, one agent for the whole conversation), and the session's turns in
 one ``thread.add_messages`` call: the speaker as the role, the session's date as the timestamp,
 the turn's text (an image's ``blip_caption`` appended as ``[image: ...]``) as the content, and
-``dia_id``, ``speaker``, ``session`` and ``sample_id`` in the metadata.
+``dia_id``, ``speaker``, ``session`` and ``sample_id`` in the metadata. Threads and messages get
+ids derived from ``sample_id``, session and ``dia_id`` (the API accepts caller-chosen ids), so
+equal scores, which the store orders by record id, rank the same in every run and the figures
+repeat exactly.
 
 Asking: every question of categories 1-4 (multi-hop, temporal, open-domain, single-hop) with
 non-empty evidence, through the public search with ``record_types=["message"]`` and
@@ -359,15 +362,23 @@ def open_client(url: str, store_id: str, models: Models, policy: SchemaPolicy,
                              **options)
 
 
+def message_id(conversation: Conversation, turn: Turn) -> str:
+    """A turn's record id, from its conversation and ``dia_id`` (``locomo-conv-26-D1:3``): the
+    same in every run, so results of equal score (ordered by record id) rank alike run to run."""
+    return f"{conversation.user_id}-{turn.dia_id}"
+
+
 def write_conversation(client: OracleAgentMemory, conversation: Conversation) -> OracleThread:
     """One thread per session, its turns in one ``add_messages``; returns the last thread."""
     thread: OracleThread | None = None
     for session in conversation.sessions:
         thread = client.create_thread(
+            thread_id=f"{conversation.user_id}-{session.name}",
             user_id=conversation.user_id, agent_id=AGENT,
             metadata={"sample_id": conversation.sample_id, "session": session.name})
         thread.add_messages([
-            {"role": t.speaker, "content": t.text, "timestamp": session.timestamp,
+            {"id": message_id(conversation, t), "role": t.speaker, "content": t.text,
+             "timestamp": session.timestamp,
              "metadata": {"dia_id": t.dia_id, "speaker": t.speaker, "session": session.name,
                           "sample_id": conversation.sample_id}}
             for t in session.turns])

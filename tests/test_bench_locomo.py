@@ -197,6 +197,28 @@ def test_questions_that_repeat_a_turn_find_it(bench: ModuleType, pg_url: str,
         client.close()
 
 
+def test_turns_are_stored_under_ids_derived_from_the_conversation(
+        bench: ModuleType, pg_url: str, tmp_path: Path) -> None:
+    # Equal scores rank by record id: ids the bench chooses make every run rank ties alike.
+    data = tmp_path / "synthetic.json"
+    data.write_text(json.dumps([synthetic_sample()]), encoding="utf-8")
+    conversation, = bench.load_conversations(data)
+    client = OracleAgentMemory(
+        connection=pg_url, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+        memory_store_id="locomo_ids",
+        memory_extraction_config=MemoryExtractionConfig(extract_memories=False))
+    try:
+        thread = bench.write_conversation(client, conversation)
+        assert thread.thread_id == "locomo-synthetic-1-session_2"
+        stored = {m.id: (m.metadata or {})["dia_id"]
+                  for m in client.list_messages(user_id=conversation.user_id)}
+        assert stored == {f"locomo-synthetic-1-{t.dia_id}": t.dia_id
+                          for t in conversation.turns}
+    finally:
+        client.delete_user(conversation.user_id, cascade=True)
+        client.close()
+
+
 def extracting_model(seen: Seen) -> Reply:
     """A scripted extractor: one memory per line of the conversation it is shown."""
     prompt = seen.body["messages"][-1]["content"]
