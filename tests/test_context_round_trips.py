@@ -206,3 +206,31 @@ def test_first_reads_past_the_prepared_limit_run_unnamed(dds: Any, seeded: Seede
             assert store.list("memory", metadata_filter=shape) == []
         assert [r.id for r in store.list("memory", record_id="a1")] == ["a1"]
         assert named_reads(pool) == MAX_PREPARED_READS
+
+
+@pytest.mark.parametrize("scope", [{}, {"user_id": "alice", "exact_user_match": True}],
+                         ids=["hnsw-or-exact", "scoped-exact"])
+def test_a_search_in_a_context_is_three_round_trips(dds: Any, seeded: Seeded,
+                                                    scope: dict[str, Any]) -> None:
+    """A search's first round travels with ``BEGIN`` and the apply (its settings and their
+    restoring in the same flight), then the record read, then ``COMMIT`` and the end check.
+    (Two results, so that one round fills them: a round that comes up short is repeated.)
+    Each user gets only their rows (and the everyone rows); a user filter naming another user
+    finds nothing."""
+    def ids(store: OracleDBMemoryStore, k: int = 20, **kwargs: Any) -> set[str]:
+        return {r.id for r, _ in store.search(None, k, query_vector=[1.0, 0.1, 0.0],
+                                              record_types=["memory"], **kwargs)}
+
+    expected = {"a1", "a2", "a3"} | (set() if scope else {"g1", "g2"})
+    with relayed_store(dds, seeded) as (counter, _, store):
+        assert ids(store, **scope) == expected
+        assert len(ids(store, 2, **scope)) == 2  # the store's scan choice for two is made here
+        for _ in range(2):
+            before = counter.flights
+            found = ids(store, 2, **scope)
+            assert counter.flights - before == 3
+            assert len(found) == 2 and found <= expected
+        assert ids(store, user_id="bob", exact_user_match=True) == set()
+    with relayed_store(dds, seeded, "bob") as (counter, _, store):
+        bobs = {key: ("bob" if key == "user_id" else value) for key, value in scope.items()}
+        assert ids(store, **bobs) == {"b1", "b2", "b3"} | (set() if scope else {"g1", "g2"})

@@ -143,6 +143,8 @@ class ContextTransaction:
     :meth:`begin` sends ``BEGIN`` and the apply statement (one round trip) unless the
     transaction is open already. :meth:`read_first` runs a session's first statements, when
     they only read, in the same round trip as ``BEGIN``, the apply, ``COMMIT`` and the end check.
+    :meth:`read_open` runs statements in the transaction in one round trip, with ``BEGIN`` and
+    the apply when it is not open yet (a search's first candidate round).
     """
 
     def __init__(self, conn: psycopg.Connection[Any], security: Any,
@@ -228,6 +230,34 @@ class ContextTransaction:
             self._sealed()
             return rows
 
+    def read_open(self, statements: Sequence[tuple[bytes, Sequence[Any]]]
+                  ) -> list[list[tuple[Any, ...]]]:
+        """Rows of each ``$n`` statement, run in this context's transaction in one round trip:
+        after ``BEGIN`` and the apply when the transaction is not open yet (it stays open for
+        the session's later work, and no row reaches the caller before the database's answer
+        to the apply is checked). Named as :meth:`read_first`'s statements are, so on a pool of
+        the SDK's each is planned once per connection."""
+        with self._deciding:
+            if self.open:
+                return _flight(self.conn, self.security, self.assertion, statements, self.seal,
+                               begin=False, commit=False, rows_as=_tuple_maker)
+            for attempt in (1, 2):
+                try:
+                    rows = _flight(self.conn, self.security, self.assertion, statements,
+                                   self.seal, begin=True, commit=False, rows_as=_tuple_maker)
+                    break
+                except (psycopg.errors.InvalidSqlStatementName,
+                        psycopg.errors.FeatureNotSupported):
+                    # As in read_first: a named statement is gone or no longer fits its
+                    # table; the flight rolled back, so prepare them again, once.
+                    _PREPARED.pop(self.conn, None)
+                    _SEALED.pop(self.conn, None)
+                    if attempt == 2:
+                        raise
+            self.open = self.used = True
+            self._sealed()
+            return rows
+
     def _read_first(self, statements: Sequence[tuple[str, Sequence[Any]]]
                     ) -> list[list[dict[str, Any]]]:
         try:
@@ -245,7 +275,7 @@ class ContextTransaction:
 
 
 _PREPARED: weakref.WeakKeyDictionary[psycopg.Connection[Any],
-                                      dict[tuple[str, tuple[int, ...] | None], bytes]] = (
+                                      dict[tuple[bytes, tuple[int, ...] | None], bytes]] = (
     weakref.WeakKeyDictionary())
 """The statements :func:`_read_in_one_flight` prepared on each connection: name by query and
 parameter types.
@@ -312,11 +342,40 @@ def _queue_begin_and_apply(conn: psycopg.Connection[Any], assertion: str,
 def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion: str,
                         statements: Sequence[tuple[str, Sequence[Any]]],
                         seal: SessionSeal | None = None) -> list[list[dict[str, Any]]]:
-    """:meth:`ContextTransaction.read_first`'s round trip, as one libpq pipeline.
+    """:meth:`ContextTransaction.read_first`'s round trip (:func:`_flight` with ``BEGIN``,
+    the apply, ``COMMIT`` and the end check), its rows as ``psycopg.rows.dict_row`` makes them."""
+    return _flight(conn, security, assertion, [(_numbered(q), p) for q, p in statements],
+                   seal, begin=True, commit=True, rows_as=_dict_maker)
+
+
+def _dict_maker(columns: list[str]) -> Callable[[Sequence[Any]], dict[str, Any]]:
+    """Rows as ``psycopg.rows.dict_row`` makes them: column name to value."""
+    return lambda values: dict(zip(columns, values, strict=True))
+
+
+def _tuple_maker(columns: list[str]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """Rows as tuples."""
+    return tuple
+
+
+def _flight(conn: psycopg.Connection[Any], security: Any, assertion: str,
+            statements: Sequence[tuple[bytes, Sequence[Any]]], seal: SessionSeal | None, *,
+            begin: bool, commit: bool,
+            rows_as: Callable[[list[str]], Callable[[Sequence[Any]], Any]]) -> list[list[Any]]:
+    """``statements`` (``$n`` form) as one libpq pipeline: one round trip; with ``begin``,
+    after ``BEGIN`` and the apply; with ``commit``, followed by ``COMMIT`` and the end check.
 
     libpq's pipeline directly, as :func:`_begin_and_apply`: one wait for the whole flight,
     where psycopg's ``Connection.pipeline()`` waits once per statement. Values are dumped and
-    rows loaded by psycopg's adapters of ``conn`` (a :class:`~psycopg.adapt.Transformer`).
+    rows loaded by psycopg's adapters of ``conn`` (a :class:`~psycopg.adapt.Transformer`),
+    each made by ``rows_as(column names)``. On a sealed connection each statement is named
+    (``oam_read_N``, prepared in the flight of its first use, up to
+    :data:`MAX_PREPARED_READS` per connection); otherwise unnamed.
+
+    A failure of ``BEGIN`` or the apply closes the connection (or, for a named statement that
+    is gone, rolls back and raises it for the caller to run again); a later failure rolls the
+    transaction back when ``begin`` opened it, and otherwise leaves it to the caller's
+    rollback.
     """
     pgconn = conn.pgconn
     prepared = _PREPARED.setdefault(conn, {})
@@ -326,34 +385,39 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
     limit = MAX_PREPARED_READS if seal is not None else 0
     transformer = Transformer(conn)
     reads: list[int] = []
-    new: list[tuple[str, tuple[int, ...] | None]] = []
+    new: list[tuple[bytes, tuple[int, ...] | None]] = []
+    named: _SealedStatements | None = None
+    applied = -1
     with conn.lock:  # psycopg's own lock: no other statement of the connection between
         pgconn.enter_pipeline_mode()
         try:
-            # Nothing named of a session SQL may have reached runs before the database
-            # checked the session (_queue_begin_and_apply).
-            named, applied = _queue_begin_and_apply(conn, assertion, seal, or_fail=True)
+            if begin:
+                # Nothing named of a session SQL may have reached runs before the database
+                # checked the session (_queue_begin_and_apply).
+                named, applied = _queue_begin_and_apply(conn, assertion, seal, or_fail=True)
+            elif seal is not None and seal.kept:
+                named = _SEALED.get(conn)
             position = applied + 1
             for query, params in statements:
                 values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
                 key = (query, transformer.types)
                 name = prepared.get(key)
                 if name is None and len(prepared) >= limit:
-                    pgconn.send_query_params(_numbered(query), values, transformer.types,
+                    pgconn.send_query_params(query, values, transformer.types,
                                              transformer.formats)
                 else:
                     if name is None:
                         name = prepared[key] = f"oam_read_{next(_STATEMENT_NUMBERS)}".encode()
                         new.append(key)
-                        pgconn.send_prepare(name, _numbered(query), transformer.types)
+                        pgconn.send_prepare(name, query, transformer.types)
                         position += 1
                     pgconn.send_query_prepared(name, values, transformer.formats)
                 reads.append(position)
                 position += 1
-            if named is None:
+            if commit and named is None:
                 pgconn.send_query_params(b"COMMIT", None)
                 pgconn.send_query_params(b"SHOW " + ASSERTION_SETTING.encode(), None)
-            else:
+            elif commit and named is not None:
                 pgconn.send_query_prepared(named.commit, None)
                 pgconn.send_query_prepared(named.show, None)
             pgconn.pipeline_sync()
@@ -377,7 +441,7 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
         if failed <= applied:  # BEGIN or the apply: the server ran none of the statements
             _SEALED.pop(conn, None)
             if isinstance(error, psycopg.errors.InvalidSqlStatementName):
-                _roll_back(conn)  # a named statement is gone: read_first prepares them again
+                _roll_back(conn)  # a named statement is gone: the caller prepares them again
                 raise error
             conn.close()
             if isinstance(error, psycopg.errors.UndefinedFunction):
@@ -385,26 +449,24 @@ def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion:
             if isinstance(error, psycopg.errors.DivisionByZero):
                 raise _refused(security) from None
             raise error
-        _roll_back(conn)
-        _check_seen(_text_row(conn, results[applied]), security, conn)
+        if begin:
+            _roll_back(conn)
+            _check_seen(_text_row(conn, results[applied]), security, conn)
         raise error
-    _check_seen(_text_row(conn, results[applied]), security, conn)
-    _discard_unless_cleared(conn, _text_row(conn, results[-1]))
+    if begin:
+        _check_seen(_text_row(conn, results[applied]), security, conn)
+    if commit:
+        _discard_unless_cleared(conn, _text_row(conn, results[-1]))
     found = []
     for index in reads:
         result = results[index]
         columns = [(result.fname(i) or b"").decode() for i in range(result.nfields)]
         transformer.set_pgresult(result)
-        found.append(transformer.load_rows(0, result.ntuples, _dict_maker(columns)))
+        found.append(transformer.load_rows(0, result.ntuples, rows_as(columns)))
     return found
 
 
 _FAILED = (pq.ExecStatus.FATAL_ERROR, pq.ExecStatus.PIPELINE_ABORTED)
-
-
-def _dict_maker(columns: list[str]) -> Callable[[Sequence[Any]], dict[str, Any]]:
-    """Rows as ``psycopg.rows.dict_row`` makes them: column name to value."""
-    return lambda values: dict(zip(columns, values, strict=True))
 
 
 def _error(conn: psycopg.Connection[Any], result: pq.abc.PGresult) -> psycopg.Error:

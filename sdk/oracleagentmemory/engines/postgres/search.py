@@ -10,12 +10,16 @@ exactly from the start: reading those chunks through the user index and sorting 
 than a filtered HNSW scan, which must step over every other user's chunks.
 A round's SQL is compiled once per shape and cached (:func:`round_statement`), binds each value
 once, and is prepared on its first execution; an HNSW round is planned generically, so it uses
-the index from the first search on a connection (:func:`_configure`).
+the index from the first search on a connection (:func:`_configure`). In an end-user context on
+a pool the SDK built, a round's settings and statement travel in one flight, the first round's
+with the context's ``BEGIN`` and apply (``ContextTransaction.read_open``): a search is then
+three round trips (that flight, the record read, ``COMMIT`` and the end check).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, cast
@@ -69,21 +73,34 @@ def viewer_key(security: Any | None) -> str | None:
                       for attribute in ("kind", "username", "groups", "data_roles")))
 
 
+Flight = Callable[[Sequence[tuple[bytes, Sequence[Any]]]], list[list[tuple[Any, ...]]]]
+"""Runs ``$n`` statements in the session's transaction in one round trip (opening it with the
+context's ``BEGIN`` and apply when it is not open yet) and answers each one's rows."""
+
+
 class PostgresCandidates(CandidateSource):
     """Candidate rounds of one search on one connection (the core runs the loop).
 
     The first round chooses between an exact scan and HNSW (:func:`_few_scoped_chunks`,
     remembered per viewer in ``choices``); an exact round of a search whose user filter keeps
     few chunks keeps the scoped form (:func:`_scoped_vector_arm`).
+
+    ``conn`` gives the connection inside the session's transaction (opening it if it is not
+    open). ``flight``, when given (an end-user context on a connection of a pool the SDK
+    built), runs a round's settings and statement in one round trip, the first round's with
+    the context's ``BEGIN`` and apply; otherwise they run through psycopg, the statement
+    prepared by psycopg.
     """
 
-    def __init__(self, conn: psycopg.Connection[Any], names: StoreNames, plan: SearchPlan,
-                 choices: ScanChoices | None = None, viewer: str | None = None) -> None:
+    def __init__(self, conn: Callable[[], psycopg.Connection[Any]], names: StoreNames,
+                 plan: SearchPlan, choices: ScanChoices | None = None,
+                 viewer: str | None = None, flight: Flight | None = None) -> None:
         self._conn = conn
         self._names = names
         self._plan = plan
         self._choices = choices
         self._viewer = viewer
+        self._flight = flight
         self._scoped: bool | None = None
 
     def _few_chunks(self, budget: int) -> bool:
@@ -93,7 +110,7 @@ class PostgresCandidates(CandidateSource):
                    tuple(plan.record_types), budget)
             scoped = self._choices.get(key) if self._choices is not None else None
             if scoped is None:
-                scoped = _few_scoped_chunks(self._conn, names, plan, budget)
+                scoped = _few_scoped_chunks(self._conn(), names, plan, budget)
                 if self._choices is not None:
                     self._choices.put(key, scoped)
             self._scoped = scoped
@@ -104,21 +121,16 @@ class PostgresCandidates(CandidateSource):
         scoped = plan.mode != "keyword" and self._few_chunks(budget)
         if exact is None:
             exact = plan.mode == "keyword" or scoped
-        if not exact:  # the settings steer HNSW scans only: an exact round needs no round trip
-            _configure(self._conn, budget)
         statement, params = round_statement(self._names, plan, budget, exact, scoped)
-        cursor = _search_cursor(self._conn)
         # Prepared at once (psycopg would wait for the sixth execution): one plan per
         # connection and statement shape, not one per search. A round with a metadata filter
         # is the caller's own shape: never prepared, so no caller can fill a pooled connection
         # with prepared statements (each of which every later context apply on it reads).
         prepare = plan.metadata_filter is None
-        if exact and scoped:
-            rows = _without_bitmap_scans(self._conn, statement, params, cursor, prepare=prepare)
-        elif plan.mode == "keyword" and prepare:
-            rows = _with_generic_plan(self._conn, statement, params, cursor)
+        if self._flight is not None and prepare:
+            rows = self._in_one_flight(budget, exact, scoped, statement, params)
         else:
-            rows = cursor.execute(statement, params, prepare=prepare).fetchall()
+            rows = self._through_psycopg(budget, exact, scoped, statement, params, prepare)
         if plan.mode != "hybrid":
             return CandidateRound(sides=([(r[0], r[1], float(r[2])) for r in rows],),
                                   exact=exact)
@@ -126,6 +138,37 @@ class PostgresCandidates(CandidateSource):
         for side, record_type, record_id, distance in rows:
             sides[side].append((record_type, record_id, float(distance)))
         return CandidateRound(sides=sides, exact=exact)
+
+    def _in_one_flight(self, budget: int, exact: bool, scoped: bool, statement: str,
+                       params: list[Any]) -> list[tuple[Any, ...]]:
+        """The round's settings, its statement and the settings' restoring in one flight,
+        as :meth:`_through_psycopg` runs them in up to three."""
+        assert self._flight is not None
+        before: tuple[bytes, Sequence[Any]] | None
+        after: tuple[bytes, Sequence[Any]] | None
+        if exact and scoped:
+            before, after = _NO_BITMAP_SCANS, _RESTORE_BITMAP_SCANS
+        elif self._plan.mode == "keyword":
+            before, after = _FORCE_GENERIC_PLAN, _RESTORE_PLAN_CACHE_MODE
+        elif not exact:
+            before, after = (_HNSW_SETTINGS, _hnsw_settings(budget)), None
+        else:
+            before = after = None
+        flight = [*([before] if before else []), (statement.encode(), params),
+                  *([after] if after else [])]
+        return self._flight(flight)[1 if before else 0]
+
+    def _through_psycopg(self, budget: int, exact: bool, scoped: bool, statement: str,
+                         params: list[Any], prepare: bool) -> list[tuple[Any, ...]]:
+        conn = self._conn()
+        if not exact:  # the settings steer HNSW scans only: an exact round needs no round trip
+            _configure(conn, budget)
+        cursor = _search_cursor(conn)
+        if exact and scoped:
+            return _without_bitmap_scans(conn, statement, params, cursor, prepare=prepare)
+        if self._plan.mode == "keyword" and prepare:
+            return _with_generic_plan(conn, statement, params, cursor)
+        return cursor.execute(statement, params, prepare=prepare).fetchall()
 
 
 class _Slot:
@@ -279,13 +322,10 @@ def _without_bitmap_scans(conn: psycopg.Connection[Any], statement: sql.SQL | sq
     """
     with conn.pipeline():
         # The caller's value is kept in a transaction-local placeholder and restored after.
-        conn.execute("SELECT set_config('oam_search.enable_bitmapscan', "
-                     "current_setting('enable_bitmapscan'), true), "
-                     "set_config('enable_bitmapscan', 'off', true)")
+        conn.execute(_NO_BITMAP_SCANS[0].decode())
         cur = (cursor or conn.cursor()).execute(statement, params,
                                                 prepare=prepare and cursor is not None)
-        conn.execute("SELECT set_config('enable_bitmapscan', "
-                     "current_setting('oam_search.enable_bitmapscan'), true)")
+        conn.execute(_RESTORE_BITMAP_SCANS[0].decode())
     return cur.fetchall()
 
 
@@ -303,12 +343,9 @@ def _with_generic_plan(conn: psycopg.Connection[Any], statement: str, params: li
     breaks ties by id (:func:`_keyword_arms`, ``turn_windows.window_tail``).
     """
     with conn.pipeline():
-        conn.execute("SELECT set_config('oam_search.plan_cache_mode', "
-                     "current_setting('plan_cache_mode'), true), "
-                     "set_config('plan_cache_mode', 'force_generic_plan', true)")
+        conn.execute(_FORCE_GENERIC_PLAN[0].decode())
         cur = cursor.execute(statement, params, prepare=True)
-        conn.execute("SELECT set_config('plan_cache_mode', "
-                     "current_setting('oam_search.plan_cache_mode'), true)")
+        conn.execute(_RESTORE_PLAN_CACHE_MODE[0].decode())
     return cur.fetchall()
 
 
@@ -348,8 +385,31 @@ def _few_scoped_chunks(conn: psycopg.Connection[Any], names: StoreNames, plan: S
     return bool(row and row[0])
 
 
+_HNSW_SETTINGS = (
+    b"SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+    b"set_config('hnsw.ef_search', $1, true), set_config('hnsw.max_scan_tuples', $2, true), "
+    b"set_config('plan_cache_mode', 'force_generic_plan', true)")
+_NO_BITMAP_SCANS = (
+    b"SELECT set_config('oam_search.enable_bitmapscan', current_setting('enable_bitmapscan'), "
+    b"true), set_config('enable_bitmapscan', 'off', true)", ())
+_RESTORE_BITMAP_SCANS = (
+    b"SELECT set_config('enable_bitmapscan', current_setting('oam_search.enable_bitmapscan'), "
+    b"true)", ())
+_FORCE_GENERIC_PLAN = (
+    b"SELECT set_config('oam_search.plan_cache_mode', current_setting('plan_cache_mode'), "
+    b"true), set_config('plan_cache_mode', 'force_generic_plan', true)", ())
+_RESTORE_PLAN_CACHE_MODE = (
+    b"SELECT set_config('plan_cache_mode', current_setting('oam_search.plan_cache_mode'), "
+    b"true)", ())
+
+
+def _hnsw_settings(budget: int) -> list[str]:
+    """The values of :data:`_HNSW_SETTINGS`: ``ef_search`` for ``budget``, the scan cap."""
+    return [str(min(max(MIN_EF_SEARCH, budget), MAX_EF_SEARCH)), str(MAX_SCAN_TUPLES)]
+
+
 def _configure(conn: psycopg.Connection[Any], budget: int) -> None:
-    """Settings of an HNSW round, for the rest of the transaction.
+    """Settings of an HNSW round (:data:`_HNSW_SETTINGS`), for the rest of the transaction.
 
     ``plan_cache_mode`` is ``force_generic_plan`` (as an end-user context sets it, see
     ``context_sql``), with or without a context: the round's statement is prepared on its first
@@ -360,12 +420,7 @@ def _configure(conn: psycopg.Connection[Any], budget: int) -> None:
     the user's chunks exactly instead: that choice is the store's (:func:`_few_scoped_chunks`),
     made before this round.
     """
-    conn.execute(
-        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-        "set_config('hnsw.ef_search', %s, true), set_config('hnsw.max_scan_tuples', %s, true), "
-        "set_config('plan_cache_mode', 'force_generic_plan', true)",
-        [str(min(max(MIN_EF_SEARCH, budget), MAX_EF_SEARCH)), str(MAX_SCAN_TUPLES)],
-    )
+    psycopg.RawCursor(conn).execute(_HNSW_SETTINGS.decode(), _hnsw_settings(budget))
 
 
 def _limited(arms: list[sql.Composable], budget: int, ties: bool = False) -> sql.Composed:

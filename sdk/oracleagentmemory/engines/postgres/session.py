@@ -130,8 +130,12 @@ class PostgresSession(EngineSession):
 
     # --- search -------------------------------------------------------------------------
     def candidate_source(self, plan: SearchPlan) -> search.PostgresCandidates:
-        return search.PostgresCandidates(self.conn, self.names, plan, self.engine.scan_choices,
-                                         search.viewer_key(self.security))
+        context = self._context
+        # Round trips fewer only where the engine may name statements: a pool it built.
+        flight = context.read_open if context is not None and context.seal is not None else None
+        return search.PostgresCandidates(lambda: self.conn, self.names, plan,
+                                         self.engine.scan_choices,
+                                         search.viewer_key(self.security), flight)
 
     def select_records_by_keys(self, keys: Sequence[tuple[str, str]]
                                ) -> dict[tuple[str, str], dict[str, Any]]:
