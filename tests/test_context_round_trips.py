@@ -210,27 +210,57 @@ def test_first_reads_past_the_prepared_limit_run_unnamed(dds: Any, seeded: Seede
 
 @pytest.mark.parametrize("scope", [{}, {"user_id": "alice", "exact_user_match": True}],
                          ids=["hnsw-or-exact", "scoped-exact"])
-def test_a_search_in_a_context_is_three_round_trips(dds: Any, seeded: Seeded,
+def test_a_search_in_a_context_is_two_round_trips(dds: Any, seeded: Seeded,
                                                     scope: dict[str, Any]) -> None:
     """A search's first round travels with ``BEGIN`` and the apply (its settings and their
-    restoring in the same flight), then the record read, then ``COMMIT`` and the end check.
+    restoring in the same flight), and its record read with ``COMMIT`` and the end check.
+    Inside a transaction block the read leaves the transaction open: three then, the block's
+    ``COMMIT`` the third.
     (Two results, so that one round fills them: a round that comes up short is repeated.)
     Each user gets only their rows (and the everyone rows); a user filter naming another user
     finds nothing."""
-    def ids(store: OracleDBMemoryStore, k: int = 20, **kwargs: Any) -> set[str]:
+    def ids(store: OracleDBMemoryStore, *, k: int = 20, **kwargs: Any) -> set[str]:
         return {r.id for r, _ in store.search(None, k, query_vector=[1.0, 0.1, 0.0],
                                               record_types=["memory"], **kwargs)}
 
     expected = {"a1", "a2", "a3"} | (set() if scope else {"g1", "g2"})
     with relayed_store(dds, seeded) as (counter, _, store):
         assert ids(store, **scope) == expected
-        assert len(ids(store, 2, **scope)) == 2  # the store's scan choice for two is made here
+        assert len(ids(store, k=2, **scope)) == 2  # the store's scan choice for two is made here
         for _ in range(2):
             before = counter.flights
-            found = ids(store, 2, **scope)
-            assert counter.flights - before == 3
+            found = ids(store, k=2, **scope)
+            assert counter.flights - before == 2
             assert len(found) == 2 and found <= expected
+        before = counter.flights
+        with store.transaction():
+            assert len(ids(store, k=2, **scope)) == 2
+        assert counter.flights - before == 3
         assert ids(store, user_id="bob", exact_user_match=True) == set()
     with relayed_store(dds, seeded, "bob") as (counter, _, store):
-        bobs = {key: ("bob" if key == "user_id" else value) for key, value in scope.items()}
+        bobs: dict[str, Any] = {key: ("bob" if key == "user_id" else value)
+                                for key, value in scope.items()}
         assert ids(store, **bobs) == {"b1", "b2", "b3"} | (set() if scope else {"g1", "g2"})
+
+
+def test_a_search_inside_a_transaction_block_leaves_the_block_atomic(dds: Any) -> None:
+    """The search's record read ends the transaction only when the search is the session's
+    whole work: inside a block, a write before the search and one after it roll back
+    together, and the block's reads see its own writes until then."""
+    fresh = seed(dds)
+    with relayed_store(dds, fresh) as (_, _, store):
+        with pytest.raises(RuntimeError), store.transaction():
+            store.update("memory", "a1", content="changed in the block")
+            hits = store.search(None, 3, query_vector=[1.0, 0.1, 0.0], record_types=["memory"])
+            assert len(hits) == 3 and {r.id for r, _ in hits} <= {"a1", "a2", "a3", "g1", "g2"}
+            store.update("memory", "a2", content="changed after the search")
+            assert memory_content(store, "a2") == "changed after the search"
+            raise RuntimeError("roll the block back")
+        assert memory_content(store, "a1") == "memory a1 of alice"
+        assert memory_content(store, "a2") == "memory a2 of alice"
+        with store.transaction():  # positive control: the same block, committed
+            store.update("memory", "a1", content="changed in the block")
+            store.search(None, 3, query_vector=[1.0, 0.1, 0.0], record_types=["memory"])
+            store.update("memory", "a2", content="changed after the search")
+        assert memory_content(store, "a1") == "changed in the block"
+        assert memory_content(store, "a2") == "changed after the search"

@@ -33,6 +33,9 @@ class StoreSearch:
         def _session(self) -> AbstractContextManager[EngineSession]:
             raise NotImplementedError
 
+        def _in_transaction_block(self) -> bool:
+            raise NotImplementedError
+
     @observed(MEMORY_STORE)
     def search(self, query: str | None, k: int, query_vector: Any = None,
                thread_id: str | None = None, user_id: str | None = None,
@@ -65,7 +68,11 @@ class StoreSearch:
             rankings = [run_search(session.candidate_source(plan), plan.k)
                         for plan in plans]
             hits = fuse(rankings)[: arguments.k]
-            rows = session.select_records_by_keys([(h.record_type, h.record_id) for h in hits])
+            # The session's last statement when nothing follows it (no graph expansion, no
+            # transaction block around the search): the engine may commit with it.
+            last = arguments.num_hops == 0 and not self._in_transaction_block()
+            rows = session.select_records_by_keys([(h.record_type, h.record_id) for h in hits],
+                                                   last=last)
             results: builtins.list[tuple[Record, float]] = []
             for hit in hits:
                 row = rows.get((hit.record_type, hit.record_id))

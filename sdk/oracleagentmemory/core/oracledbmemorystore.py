@@ -104,6 +104,12 @@ class OracleDBMemoryStore(StoreWrites, StoreReads, StoreSearch, StoreRelations,
             )
         return context
 
+    def _in_transaction_block(self) -> bool:
+        """Whether an operation runs inside this store's :meth:`transaction` block (whose
+        session outlives the operation)."""
+        pinned = _ATOMIC.get()
+        return pinned is not None and pinned[0] is self
+
     def _session(self) -> AbstractContextManager[EngineSession]:
         pinned = _ATOMIC.get()
         if pinned is not None and pinned[0] is self:

@@ -475,9 +475,11 @@ class EngineSession(ABC):
         """The engine's candidate rounds for one search (the core runs the loop)."""
 
     @abstractmethod
-    def select_records_by_keys(self, keys: Sequence[tuple[str, str]]
+    def select_records_by_keys(self, keys: Sequence[tuple[str, str]], last: bool = False
                                ) -> dict[tuple[str, str], dict[str, Any]]:
-        """Visible rows of ``(record_type, record_id)`` keys."""
+        """Visible rows of ``(record_type, record_id)`` keys. ``last``: the caller runs
+        nothing more in this session, so the engine may end the transaction with the read (a
+        later statement would run in a transaction of its own)."""
 
     @abstractmethod
     def select_linked_memories(self, ids: Sequence[str],

@@ -286,7 +286,7 @@ class OracleSession(EngineSession):
         return search.OracleCandidates(self.run.rows, self.o, plan, vector,
                                        self.engine.scan_choices, self.end_user)
 
-    def select_records_by_keys(self, keys: Sequence[tuple[str, str]]
+    def select_records_by_keys(self, keys: Sequence[tuple[str, str]], last: bool = False
                                ) -> dict[tuple[str, str], dict[str, Any]]:
         found: dict[tuple[str, str], dict[str, Any]] = {}
         for logical, statement in search.select_records_by_keys_statements(self.o, keys):

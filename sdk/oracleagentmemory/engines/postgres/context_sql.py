@@ -258,6 +258,22 @@ class ContextTransaction:
             self._sealed()
             return rows
 
+    def read_last(self, statements: Sequence[tuple[str, Sequence[Any]]]
+                  ) -> list[list[dict[str, Any]]]:
+        """Rows of each read-only statement (``%s`` placeholders) as the open transaction's last
+        work, in one round trip with ``COMMIT`` and the end check: the transaction ends with
+        them (a later statement of the session opens another one, :meth:`begin`). A failure
+        leaves the transaction open for the block's rollback."""
+        with self._deciding:
+            if not self.open:
+                raise RuntimeError("read_last needs the context's transaction open")
+            rows: list[list[dict[str, Any]]] = _flight(
+                self.conn, self.security, self.assertion,
+                [(_numbered(q), p) for q, p in statements], self.seal, begin=False,
+                commit=True, rows_as=_dict_maker)
+            self.open = False
+            return rows
+
     def _read_first(self, statements: Sequence[tuple[str, Sequence[Any]]]
                     ) -> list[list[dict[str, Any]]]:
         try:

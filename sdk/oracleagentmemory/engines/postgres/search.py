@@ -12,8 +12,9 @@ A round's SQL is compiled once per shape and cached (:func:`round_statement`), b
 once, and is prepared on its first execution; an HNSW round is planned generically, so it uses
 the index from the first search on a connection (:func:`_configure`). In an end-user context on
 a pool the SDK built, a round's settings and statement travel in one flight, the first round's
-with the context's ``BEGIN`` and apply (``ContextTransaction.read_open``): a search is then
-three round trips (that flight, the record read, ``COMMIT`` and the end check).
+with the context's ``BEGIN`` and apply (``ContextTransaction.read_open``), and a search's
+record read, when it is the session's last work, with ``COMMIT`` and the end check
+(``ContextTransaction.read_last``): a search is then two round trips.
 """
 
 from __future__ import annotations
