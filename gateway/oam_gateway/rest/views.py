@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+from datetime import datetime
 from enum import Enum
 from typing import Any
 
@@ -67,8 +68,15 @@ _AS_IS = (str, int, float, type(None))
 ``str`` enum is a ``str``."""
 
 
+_READY_TYPES = frozenset({str, int, float, bool, type(None), datetime})
+"""Exact types a record's fields mostly hold, passed on as they are (one set lookup instead
+of the chain of ``isinstance`` tests below; pydantic writes a ``datetime`` itself)."""
+
+
 def _plain(value: Any) -> Any:
     """``value`` as JSON-ready data (enums by value, bytes as base64, dataclasses as dicts)."""
+    if type(value) in _READY_TYPES:
+        return value
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, _AS_IS):
