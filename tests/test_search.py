@@ -684,7 +684,7 @@ def test_auto_index_sync_is_hybrid_only(make_store: StoreFactory,
 
 # --- hybrid fusion --------------------------------------------------------------------------
 
-HYBRID_RRF_K, HYBRID_WEIGHTS = 10, (0.2, 1.0)  # vector, keyword (core._hybrid_fusion)
+HYBRID_RRF_K, HYBRID_WEIGHTS = 5, (0.1, 1.0)  # vector, keyword (core._hybrid_fusion)
 
 
 def hybrid_distance(vector_rank: int | None, keyword_rank: int | None) -> float:

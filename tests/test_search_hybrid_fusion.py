@@ -1,7 +1,7 @@
 """Hybrid fusion weights the keyword side (issue 24, item 2).
 
 A hybrid search fuses its vector and keyword candidates by reciprocal-rank fusion with the
-vector side at weight 0.2 and rank constant 10 (``core._hybrid_fusion``): the local embedder's
+vector side at weight 0.1 and rank constant 5 (``core._hybrid_fusion``): the local embedder's
 ranking adds nothing to keyword ranking on LoCoMo, so a keyword leader with a poor vector rank
 stays ahead of a vector leader that matches fewer words, and a record no keyword matches is
 still found through the vector side.

@@ -22,7 +22,14 @@ The vector arm of messages ranks windows too (:func:`vector_window`): the square
 of its best chunks spread over their neighbours with the same weights. On the same half (vector
 search, WordLlama 256-d) it raises recall@5/@10 from 0.334/0.409 to 0.403/0.470, in each of
 the five conversations; fused with the keyword side (``core._hybrid_fusion``) it changes
-little, since the keyword ranking finds most of what it finds.
+little, since the keyword ranking finds most of what it finds. Fewer seeds than
+:data:`SEEDS_PER_RESULT` per row (80 for a 10-result search's first round) lower it there: 40
+score 0.386/0.461, 20 0.380/0.460, hybrid within a question or two either way. With
+multilingual-e5-small, whose cosines lie close together so that many seeds' neighbour weight
+outranks one close match, 20 seeds raise the vector arm from 0.395/0.507 to 0.451/0.570 but
+lower hybrid at five results (0.684 to 0.671; 0.760 to 0.763 at ten; fusion weight 0.2 at
+``k = 10`` for both), so the seeds stay. Scaling the seeds' similarities to their own range
+(min-max) did not help either (WordLlama 0.388/0.468).
 """
 
 from __future__ import annotations
