@@ -477,9 +477,9 @@ class EngineSession(ABC):
     @abstractmethod
     def select_records_by_keys(self, keys: Sequence[tuple[str, str]], last: bool = False
                                ) -> dict[tuple[str, str], dict[str, Any]]:
-        """Visible rows of ``(record_type, record_id)`` keys. ``last``: the caller runs
-        nothing more in this session, so the engine may end the transaction with the read (a
-        later statement would run in a transaction of its own)."""
+        """Visible rows of ``(record_type, record_id)`` keys. ``last``: the session did
+        nothing but read before and runs nothing after, so the engine may end the transaction
+        with the read (a later statement would run in a transaction of its own)."""
 
     @abstractmethod
     def select_linked_memories(self, ids: Sequence[str],

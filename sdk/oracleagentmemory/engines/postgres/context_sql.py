@@ -250,8 +250,7 @@ class ContextTransaction:
                         psycopg.errors.FeatureNotSupported):
                     # As in read_first: a named statement is gone or no longer fits its
                     # table; the flight rolled back, so prepare them again, once.
-                    _PREPARED.pop(self.conn, None)
-                    _SEALED.pop(self.conn, None)
+                    _forget_names(self.conn)
                     if attempt == 2:
                         raise
             self.open = self.used = True
@@ -262,15 +261,28 @@ class ContextTransaction:
                   ) -> list[list[dict[str, Any]]]:
         """Rows of each read-only statement (``%s`` placeholders) as the open transaction's last
         work, in one round trip with ``COMMIT`` and the end check: the transaction ends with
-        them (a later statement of the session opens another one, :meth:`begin`). A failure
-        leaves the transaction open for the block's rollback."""
+        them (a later statement of the session opens another one, :meth:`begin`). The
+        transaction did nothing but read before (a search's rounds): when a named statement is
+        gone or no longer fits its table, it is rolled back and the statements run again in
+        a transaction of their own (:meth:`read_first`'s flight), once. Another failure leaves
+        the transaction open for the block's rollback."""
         with self._deciding:
             if not self.open:
                 raise RuntimeError("read_last needs the context's transaction open")
-            rows: list[list[dict[str, Any]]] = _flight(
-                self.conn, self.security, self.assertion,
-                [(_numbered(q), p) for q, p in statements], self.seal, begin=False,
-                commit=True, rows_as=_dict_maker)
+            numbered = [(_numbered(q), p) for q, p in statements]
+            try:
+                rows: list[list[dict[str, Any]]] = _flight(
+                    self.conn, self.security, self.assertion, numbered, self.seal,
+                    begin=False, commit=True, rows_as=_dict_maker)
+            except (psycopg.errors.InvalidSqlStatementName,
+                    psycopg.errors.FeatureNotSupported):
+                self.open = False
+                _roll_back(self.conn)
+                _forget_names(self.conn)
+                rows = _flight(self.conn, self.security, self.assertion, numbered, self.seal,
+                               begin=True, commit=True, rows_as=_dict_maker)
+                self._sealed()
+                return rows
             self.open = False
             return rows
 
@@ -284,8 +296,7 @@ class ContextTransaction:
             # statement of the session; so does DEALLOCATE ALL), or no longer fits its table
             # ("cached plan must not change result type" after the owner altered a column's
             # type, which would fail it on this connection for good): prepare them again, once.
-            _PREPARED.pop(self.conn, None)
-            _SEALED.pop(self.conn, None)
+            _forget_names(self.conn)
             return _read_in_one_flight(self.conn, self.security, self.assertion, statements,
                                        self.seal)
 
@@ -305,6 +316,63 @@ MAX_PREPARED_READS = 32
 """Statements prepared per connection for first reads; shapes past them run unnamed (a
 metadata filter's shape is the caller's, and every prepared statement adds to what the apply's
 clean-session check reads)."""
+
+
+_STALE: weakref.WeakKeyDictionary[psycopg.Connection[Any], set[bytes]] = (
+    weakref.WeakKeyDictionary())
+"""Names of statements the engine stopped using on each connection (:func:`_forget_names`)
+that may still be prepared on the server."""
+
+
+def _forget_names(conn: psycopg.Connection[Any], reads: bool = True) -> None:
+    """Run none of the engine's named statements of ``conn`` again (the sealed flight's and,
+    with ``reads``, the reads'): later flights prepare new ones under names never used before.
+
+    The old ones are closed on the server by the next flight that applies a context, right
+    after the apply (:func:`_queue_closes`), so they do not pile up there with every new seal
+    or failed operation; after it, so that an SQL-level statement planted under one of these
+    names still fails the apply's clean-session scan first.
+    """
+    stale = _STALE.setdefault(conn, set())
+    prepared = _PREPARED.pop(conn, None) if reads else None
+    if prepared:
+        stale.update(prepared.values())
+    sealed = _SEALED.pop(conn, None)
+    if sealed is not None:
+        stale.update((sealed.begin, sealed.apply, sealed.commit, sealed.show))
+
+
+def _forget_new(conn: psycopg.Connection[Any],
+                prepared: dict[tuple[bytes, tuple[int, ...] | None], bytes],
+                new: list[tuple[bytes, tuple[int, ...] | None]]) -> None:
+    """Forget the reads a failed flight was to prepare (perhaps prepared, perhaps not)."""
+    for key in new:
+        name = prepared.pop(key, None)
+        if name is not None:
+            _STALE.setdefault(conn, set()).add(name)
+
+
+def _queue_closes(conn: psycopg.Connection[Any]) -> list[bytes]:
+    """Queue a protocol-level close of each forgotten statement of ``conn``; the names (one
+    result each). Closing a name the server does not hold is no error. Without libpq 17's
+    close call the statements stay until the session ends, as before."""
+    stale = _STALE.get(conn)
+    if not stale:
+        return []
+    names = sorted(stale)
+    try:
+        for name in names:
+            conn.pgconn.send_close_prepared(name)
+    except psycopg.NotSupportedError:
+        return []
+    return names
+
+
+def _closed(conn: psycopg.Connection[Any], names: list[bytes]) -> None:
+    """The flight that closed ``names`` succeeded: they are gone from the server."""
+    stale = _STALE.get(conn)
+    if stale is not None and names:
+        stale.difference_update(names)
 
 
 _PLACEHOLDER = re.compile(r"%s|%%")
@@ -336,7 +404,7 @@ def _queue_begin_and_apply(conn: psycopg.Connection[Any], assertion: str,
     """
     pgconn = conn.pgconn
     if seal is None or not seal.kept:
-        _SEALED.pop(conn, None)
+        _forget_names(conn, reads=False)
         pgconn.send_query_params(b"BEGIN", None)
         if seal is None:
             pgconn.send_query_params(_APPLY_OR_FAIL_PARAM if or_fail else _APPLY_PARAM,
@@ -407,13 +475,15 @@ def _flight(conn: psycopg.Connection[Any], security: Any, assertion: str,
     with conn.lock:  # psycopg's own lock: no other statement of the connection between
         pgconn.enter_pipeline_mode()
         try:
+            closing: list[bytes] = []
             if begin:
                 # Nothing named of a session SQL may have reached runs before the database
                 # checked the session (_queue_begin_and_apply).
                 named, applied = _queue_begin_and_apply(conn, assertion, seal, or_fail=True)
+                closing = _queue_closes(conn)
             elif seal is not None and seal.kept:
                 named = _SEALED.get(conn)
-            position = applied + 1
+            position = applied + 1 + len(closing)
             for query, params in statements:
                 values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
                 key = (query, transformer.types)
@@ -439,9 +509,8 @@ def _flight(conn: psycopg.Connection[Any], security: Any, assertion: str,
             pgconn.pipeline_sync()
             results = _results(conn, pipeline=True)
         except BaseException:
-            for key in new:
-                prepared.pop(key, None)
-            _SEALED.pop(conn, None)  # perhaps never prepared either
+            _forget_new(conn, prepared, new)
+            _forget_names(conn, reads=False)  # perhaps never prepared either
             raise
         finally:
             if pgconn.status != pq.ConnStatus.BAD:
@@ -451,11 +520,11 @@ def _flight(conn: psycopg.Connection[Any], security: Any, assertion: str,
                     conn.close()  # results left unread: the session serves nobody again
     failed = next((n for n, r in enumerate(results) if r.status in _FAILED), None)
     if failed is not None:
-        for key in new:  # perhaps never prepared: the server skips what follows an error
-            prepared.pop(key, None)
+        # perhaps never prepared: the server skips what follows an error
+        _forget_new(conn, prepared, new)
         error = _error(conn, results[failed])
         if failed <= applied:  # BEGIN or the apply: the server ran none of the statements
-            _SEALED.pop(conn, None)
+            _forget_names(conn, reads=False)
             if isinstance(error, psycopg.errors.InvalidSqlStatementName):
                 _roll_back(conn)  # a named statement is gone: the caller prepares them again
                 raise error
@@ -471,6 +540,7 @@ def _flight(conn: psycopg.Connection[Any], security: Any, assertion: str,
         raise error
     if begin:
         _check_seen(_text_row(conn, results[applied]), security, conn)
+        _closed(conn, closing)
     if commit:
         _discard_unless_cleared(conn, _text_row(conn, results[-1]))
     found = []
@@ -565,10 +635,10 @@ def _forget_named_statements(conn: psycopg.Connection[Any]) -> None:
     which the clean-session scan cannot tell from the SDK's (it refuses only SQL-level
     ``PREPARE``). A name planted ahead collides with the SDK's ``Parse`` and fails the flight.
     Two round trips, and the reads of such a transaction are planned again: the price of a
-    pool the SDK cannot watch (a pool it builds keeps its seals).
+    pool the SDK cannot watch (a pool it builds keeps its seals). The engine's forgotten
+    statements are closed on the server by the next apply's flight (:func:`_forget_names`).
     """
-    _PREPARED.pop(conn, None)
-    _SEALED.pop(conn, None)
+    _forget_names(conn)
     saved = conn.autocommit
     conn.autocommit = False
     try:
@@ -595,14 +665,16 @@ def _begin_and_apply(conn: psycopg.Connection[Any], assertion: str,
     with conn.lock:
         pgconn.enter_pipeline_mode()
         try:
-            _queue_begin_and_apply(conn, assertion, seal, or_fail=False)
+            _, applied = _queue_begin_and_apply(conn, assertion, seal, or_fail=False)
+            closing = _queue_closes(conn)
             pgconn.pipeline_sync()
             results = _results(conn, pipeline=True)
         finally:
             if pgconn.status != pq.ConnStatus.BAD:
                 pgconn.exit_pipeline_mode()
     _raise_first_error(conn, results)
-    raw = results[-1].get_value(0, 0) if results[-1].ntuples else None
+    _closed(conn, closing)
+    raw = results[applied].get_value(0, 0) if results[applied].ntuples else None
     return (None if raw is None else raw.decode(conn.info.encoding),)
 
 
@@ -615,7 +687,7 @@ def _roll_back(conn: psycopg.Connection[Any]) -> None:
     on this connection, for every later caller of the pool (a ``ROLLBACK`` sent through libpq
     directly hid the rollback from psycopg and left the entry in place).
     """
-    _SEALED.pop(conn, None)  # psycopg's rollback may deallocate them
+    _forget_names(conn, reads=False)  # psycopg's rollback may deallocate them
     with suppress(psycopg.Error):  # a broken session: the check finds it closed or discards it
         conn.rollback()
     clear_security_context(conn)
