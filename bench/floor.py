@@ -48,6 +48,8 @@ class FloorStudy:
     """The floor's program (``{"get": stages, "search": stages, "k": k}``)."""
     gateway_round_trips_per_get: float
     floor_round_trips_per_get: float
+    gateway_round_trips_per_search: float
+    floor_round_trips_per_search: float
     answers: dict[str, Any]
     """The gateway's and the floor's bodies for the same get and the same search."""
 
@@ -127,6 +129,7 @@ def study_floor(start_gateway: StartGateway, settings: FloorSettings, directory:
             "search": build(search_flights, search_rows, None, owner, vector, SEARCH_K).stages,
             "k": SEARCH_K}
         gateway_trips = _round_trips(relay, http, memory_ids, round_trip_gets)
+        gateway_search_trips = _search_round_trips(relay, http, search_body, round_trip_gets)
     with Relay(settings.database_url) as relay, \
             floor_process(settings, program, directory,
                           relayed_url(settings.database_url, relay)) as floor, \
@@ -137,7 +140,9 @@ def study_floor(start_gateway: StartGateway, settings: FloorSettings, directory:
         answers["floor_get"] = _ok(http.get(f"/v1/memories/{get_id}"))
         answers["floor_search"] = _ok(http.post("/v1/search", json=search_body))
         floor_trips = _round_trips(relay, http, memory_ids, round_trip_gets)
-    return FloorStudy(program, gateway_trips, floor_trips, answers)
+        floor_search_trips = _search_round_trips(relay, http, search_body, round_trip_gets)
+    return FloorStudy(program, gateway_trips, floor_trips, gateway_search_trips,
+                      floor_search_trips, answers)
 
 
 def _ok(response: httpx.Response) -> Any:
@@ -163,4 +168,13 @@ def _round_trips(relay: Relay, http: httpx.Client, memory_ids: list[str], count:
     started = relay.flights()
     for n in range(count):
         http.get(f"/v1/memories/{memory_ids[n % len(memory_ids)]}").raise_for_status()
+    return (relay.flights() - started) / count
+
+
+def _search_round_trips(relay: Relay, http: httpx.Client, body: dict[str, Any],
+                        count: int) -> float:
+    """Client flights to the database per search, over ``count`` sequential searches."""
+    started = relay.flights()
+    for _ in range(count):
+        http.post("/v1/search", json=body).raise_for_status()
     return (relay.flights() - started) / count

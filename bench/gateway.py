@@ -38,12 +38,13 @@ both
 requests/s, their ratio, CPU per request of each process and the database's CPU per gateway
 request. Round trips per get: the client flights a relay between a gateway (pool of one
 connection) and the database counts over ``--round-trip-gets`` sequential gets after a
-warm-up (a flight: the client sending after having received; the floor's likewise).
+warm-up (a flight: the client sending after having received; the floor's likewise); round
+trips per search likewise, over as many sequential searches.
 
 ``--quick`` (within 5 minutes on 2 cores): get and search only, 5,000 memories per user, 5 s
 runs, no direct or one-connection runs. ``--json FILE`` writes ``{"get": {"gateway_rps",
 "floor_rps", "ratio", "gateway_cpu_us", "floor_cpu_us", "db_cpu_us"}, "search": {...},
-"round_trips_per_get": N}`` besides the tables.
+"round_trips_per_get": N, "round_trips_per_search": N}`` besides the tables.
 
 Goals (issue 11), this 2-core machine, 10k memories per user: at least 1,200 ``get``/s, at least
 300 ``search``/s, gateway p50 overhead at most 1 ms over the direct call, audit on/off at most
@@ -556,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
             summary: dict[str, Any] = dict(comparison)
             if study is not None:
                 summary["round_trips_per_get"] = study.gateway_round_trips_per_get
+                summary["round_trips_per_search"] = study.gateway_round_trips_per_search
             args.json.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         if args.answers and study is not None:
             args.answers.write_text(json.dumps(study.answers, indent=2) + "\n",
@@ -651,6 +653,8 @@ def _report_floor(comparison: dict[str, dict[str, float | None]],
               f"{GOALS['round_trips']:.0f}), floor {study.floor_round_trips_per_get:.2f} "
               "(client flights to the database per get, counted by a relay over sequential "
               "gets on one connection)")
+        print(f"round trips per search: gateway {study.gateway_round_trips_per_search:.2f}, "
+              f"floor {study.floor_round_trips_per_search:.2f} (likewise, sequential searches)")
 
 
 def _gateway_run(base: str, op: str, work: Workload, connections: int, seconds: float,

@@ -44,7 +44,8 @@ def test_a_quick_run_writes_the_floor_comparison(
                        "--answers", str(answers)]) == 0
     out = capsys.readouterr().out
     figures = json.loads(summary.read_text(encoding="utf-8"))
-    assert set(figures) == {"get", "search", "round_trips_per_get"}, figures
+    assert set(figures) == {"get", "search", "round_trips_per_get", "round_trips_per_search"}, (
+        figures)
     for op in ("get", "search"):
         assert set(figures[op]) == KEYS, figures
         assert figures[op]["gateway_rps"] > 0 and figures[op]["floor_rps"] > 0, figures
@@ -52,6 +53,8 @@ def test_a_quick_run_writes_the_floor_comparison(
             figures[op]["gateway_rps"] / figures[op]["floor_rps"]), figures
     assert isinstance(figures["round_trips_per_get"], float), figures
     assert figures["round_trips_per_get"] > 0, figures
+    assert isinstance(figures["round_trips_per_search"], float), figures
+    assert figures["round_trips_per_search"] >= 2, figures  # a round, then the records
     # The floor ran the gateway's SQL: the same memory for the same id, the same ranking (ids
     # and contents) for the same query.
     bodies = json.loads(answers.read_text(encoding="utf-8"))
