@@ -212,3 +212,59 @@ def test_repartitioning_keeps_rows_security_and_audit(dds: Any) -> None:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(partition))
             conn.rollback()
+
+
+def _storage(conn: Conn, store_id: str) -> dict[str, int]:
+    """The file node of every relation of the store's chunks (partitions and their indexes): a
+    table or index rewritten gets a new one."""
+    rows = conn.execute(
+        "SELECT c.relname, pg_relation_filenode(c.oid) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname LIKE %s AND c.relkind IN ('r', 'i')",
+        [OWNER, f"{store_id}\\_%chunks%"]).fetchall()
+    return {str(name): int(node) for name, node in rows}
+
+
+def _text_vector_expression(conn: Conn, store_id: str) -> str:
+    row = conn.execute(
+        "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a JOIN pg_attrdef d "
+        "ON d.adrelid = a.attrelid AND d.adnum = a.attnum WHERE a.attrelid = %s::regclass "
+        "AND a.attname = 'search_tsv' AND NOT a.attisdropped",
+        [f"{OWNER}.{store_id}_record_chunks"]).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_opening_a_store_again_rewrites_no_chunks(dds: Any) -> None:
+    """CREATE_IF_NECESSARY runs every schema step again on an existing store; the English text
+    vector of version 8 is rebuilt only where it is missing (a rebuild rewrites every chunk
+    under an exclusive lock: over ten minutes at a million chunks). Positive control: a store
+    whose text vector still analyses with ``simple`` (as versions 2 to 7 did) is rebuilt, its
+    vectors stemmed after."""
+    store_id = str(dds.new_store(vector_dim=DIM))
+    with dds.owner_store(store_id) as owner:
+        owner.add(["alice went running"], "memory", user_ids="alice",
+                  embeddings=[np.ones(DIM, dtype=np.float32)])
+    chunks = sql.Identifier(OWNER, f"{store_id}_record_chunks")
+    with psycopg.connect(dds.owner_url) as conn:
+        before = _storage(conn, store_id)
+        assert len(before) > CHUNK_PARTITIONS  # partitions and their indexes
+        OracleDBMemoryStore(None, conn, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+                            memory_store_id=store_id, vector_dim=DIM)
+        conn.commit()
+        assert _storage(conn, store_id) == before
+        conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN search_tsv").format(chunks))
+        conn.execute(sql.SQL(
+            "ALTER TABLE {} ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS "
+            "(to_tsvector('simple', coalesce(chunk_text, ''))) STORED").format(chunks))
+        conn.commit()
+        assert "'simple'" in _text_vector_expression(conn, store_id)
+        simple = _storage(conn, store_id)
+        OracleDBMemoryStore(None, conn, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY,
+                            memory_store_id=store_id, vector_dim=DIM)
+        conn.commit()
+        assert "'english'" in _text_vector_expression(conn, store_id)
+        rebuilt = _storage(conn, store_id)
+        assert rebuilt != simple
+        assert conn.execute(sql.SQL("SELECT search_tsv::text FROM {}").format(chunks)
+                            ).fetchall() == [("'alic':1 'run':3 'went':2",)]

@@ -6,6 +6,7 @@ the upgrade path is the creation path and is exercised by every test.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -305,15 +306,34 @@ English (Snowball stemming, the English stop words): "went", "go" and "going" sh
 
 def _version_8(conn: Connection[object], names: StoreNames, options: SchemaOptions) -> None:
     """The keyword index analyses English (:data:`TEXT_SEARCH_CONFIG`): the generated text
-    vector is rebuilt from every chunk's text (dropping the column drops its index too)."""
+    vector is rebuilt from every chunk's text (dropping the column drops its index too), unless
+    it analyses English already. Each step runs again whenever ``CREATE_IF_NECESSARY`` opens an
+    existing store, and the rebuild rewrites the whole chunks table under an exclusive lock
+    (over ten minutes at a million chunks): it must happen once, at the upgrade."""
     chunks = q.table(names, "record_chunks")
-    conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN IF EXISTS search_tsv").format(chunks))
-    conn.execute(sql.SQL(
-        "ALTER TABLE {} ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS "
-        "(to_tsvector({}::regconfig, coalesce(chunk_text, ''))) STORED"
-    ).format(chunks, sql.Literal(TEXT_SEARCH_CONFIG)))
+    if _text_vector_config(conn, names) != TEXT_SEARCH_CONFIG:
+        conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN IF EXISTS search_tsv").format(chunks))
+        conn.execute(sql.SQL(
+            "ALTER TABLE {} ADD COLUMN search_tsv tsvector GENERATED ALWAYS AS "
+            "(to_tsvector({}::regconfig, coalesce(chunk_text, ''))) STORED"
+        ).format(chunks, sql.Literal(TEXT_SEARCH_CONFIG)))
     conn.execute(sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (search_tsv)").format(
         q.index(names, "record_chunks_tsv_ix"), chunks))
+
+
+def _text_vector_config(conn: Connection[object], names: StoreNames) -> str | None:
+    """The text-search configuration the chunks' generated ``search_tsv`` analyses with (as
+    its generation expression names it), or ``None`` without the column."""
+    row: Any = conn.execute(
+        "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a JOIN pg_attrdef d "
+        "ON d.adrelid = a.attrelid AND d.adnum = a.attnum WHERE a.attrelid = %s::regclass "
+        "AND a.attname = 'search_tsv' AND NOT a.attisdropped",
+        [q.table(names, "record_chunks").as_string(conn)],
+    ).fetchone()
+    if row is None:
+        return None
+    found = re.search(r"to_tsvector\('([^']+)'::regconfig", str(row[0]))
+    return found.group(1) if found else None
 
 
 def _version_9(conn: Connection[object], names: StoreNames, options: SchemaOptions) -> None:
