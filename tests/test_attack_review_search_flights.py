@@ -654,6 +654,10 @@ def test_a_failing_commit_in_the_last_flight_is_reported_and_leaves_nothing(
                 assert hits(store, mode) == BOB
     finally:
         _arm(dds, False)
+        with psycopg.connect(dds.superuser_url, autocommit=True) as su:
+            # The runtime login holds no direct privilege on any table (another test checks).
+            su.execute(f"REVOKE ALL ON public.oam_rev_child, public.oam_rev_switch "
+                       f"FROM {RUNTIME}".encode())
 
 
 def test_caller_chosen_round_shapes_stay_within_the_prepared_limit(
