@@ -110,6 +110,13 @@ def study_floor(start_gateway: StartGateway, settings: FloorSettings, directory:
                            .embed([query], is_query=True)[0]])
     search_body = {"query": query, "k": SEARCH_K}
     answers: dict[str, Any] = {}
+
+    def get(n: int) -> httpx.Response:  # on the client of the block that calls it
+        return http.get(f"/v1/memories/{memory_ids[n % len(memory_ids)]}")
+
+    def search(n: int) -> httpx.Response:
+        return http.post("/v1/search", json=search_body)
+
     with Relay(settings.database_url, record=True) as relay, \
             start_gateway(relayed_url(settings.database_url, relay)) as gateway, \
             httpx.Client(base_url=gateway.base, headers=headers, timeout=30) as http:
@@ -128,8 +135,8 @@ def study_floor(start_gateway: StartGateway, settings: FloorSettings, directory:
             "get": build(get_flights, get_rows, get_id, owner, None, SEARCH_K).stages,
             "search": build(search_flights, search_rows, None, owner, vector, SEARCH_K).stages,
             "k": SEARCH_K}
-        gateway_trips = _round_trips(relay, http, memory_ids, round_trip_gets)
-        gateway_search_trips = _search_round_trips(relay, http, search_body, round_trip_gets)
+        gateway_trips = _round_trips(relay, get, round_trip_gets)
+        gateway_search_trips = _round_trips(relay, search, round_trip_gets)
     with Relay(settings.database_url) as relay, \
             floor_process(settings, program, directory,
                           relayed_url(settings.database_url, relay)) as floor, \
@@ -139,8 +146,8 @@ def study_floor(start_gateway: StartGateway, settings: FloorSettings, directory:
             http.post("/v1/search", json=search_body).raise_for_status()
         answers["floor_get"] = _ok(http.get(f"/v1/memories/{get_id}"))
         answers["floor_search"] = _ok(http.post("/v1/search", json=search_body))
-        floor_trips = _round_trips(relay, http, memory_ids, round_trip_gets)
-        floor_search_trips = _search_round_trips(relay, http, search_body, round_trip_gets)
+        floor_trips = _round_trips(relay, get, round_trip_gets)
+        floor_search_trips = _round_trips(relay, search, round_trip_gets)
     return FloorStudy(program, gateway_trips, floor_trips, gateway_search_trips,
                       floor_search_trips, answers)
 
@@ -163,18 +170,9 @@ def _captured(connections: list[RelayConnection], start: dict[int, int], end: di
     return flights_of(window, prepared), rows_of(window)
 
 
-def _round_trips(relay: Relay, http: httpx.Client, memory_ids: list[str], count: int) -> float:
-    """Client flights to the database per get, over ``count`` sequential gets."""
+def _round_trips(relay: Relay, request: Callable[[int], httpx.Response], count: int) -> float:
+    """Client flights to the database per request, over ``count`` sequential ``request(n)``."""
     started = relay.flights()
     for n in range(count):
-        http.get(f"/v1/memories/{memory_ids[n % len(memory_ids)]}").raise_for_status()
-    return (relay.flights() - started) / count
-
-
-def _search_round_trips(relay: Relay, http: httpx.Client, body: dict[str, Any],
-                        count: int) -> float:
-    """Client flights to the database per search, over ``count`` sequential searches."""
-    started = relay.flights()
-    for _ in range(count):
-        http.post("/v1/search", json=body).raise_for_status()
+        request(n).raise_for_status()
     return (relay.flights() - started) / count

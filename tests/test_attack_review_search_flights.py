@@ -37,6 +37,7 @@ from oracleagentmemory.engines.postgres.event_loop_pool import EventLoopPool
 from oracleagentmemory.engines.postgres.session_seals import SealingPool
 from oracleagentmemory.errors import SecurityContextError
 from psycopg import pq, sql
+from psycopg.abc import Query
 from psycopg_pool import ConnectionPool
 from test_attack_review_23 import _forgeries, content
 from test_deepsec_attacks import Seeded, seed
@@ -85,25 +86,35 @@ def hits(store: OracleDBMemoryStore, mode: str, k: int = 20, **kwargs: Any) -> s
                                                     record_types=["memory"], **kwargs)}
 
 
-def probe_seed(dds: Any) -> Seeded:
-    """A fresh store whose chunks carry the probe policy (see the module's docstring)."""
+def seed_with_policy(dds: Any, setup: Sequence[Query], table: str,
+                     policy: sql.SQL) -> Seeded:
+    """A fresh store, after the superuser ran ``setup``, whose ``table`` gets ``policy`` (its
+    ``{}`` the table) from the owner."""
     with psycopg.connect(dds.superuser_url, autocommit=True) as su:
-        for name in ("oam_rev_inside", "oam_rev_outside"):
-            su.execute(f"CREATE SEQUENCE IF NOT EXISTS public.{name}".encode())
-            su.execute(f"GRANT USAGE ON SEQUENCE public.{name} TO {RUNTIME}".encode())
-        su.execute(
-            "CREATE OR REPLACE FUNCTION public.oam_rev_probe() RETURNS boolean LANGUAGE sql "
-            "VOLATILE AS $$ SELECT CASE WHEN coalesce(pg_catalog.current_setting("
-            "'oam.end_user_assertion', true), '') = '' "
-            "THEN pg_catalog.nextval('public.oam_rev_outside') "
-            "ELSE pg_catalog.nextval('public.oam_rev_inside') END < 0 $$")
-        su.execute("GRANT EXECUTE ON FUNCTION public.oam_rev_probe() TO PUBLIC")
+        for statement in setup:
+            su.execute(statement)
     seeded = seed(dds)
     with psycopg.connect(dds.owner_url) as owner:
-        owner.execute(sql.SQL("CREATE POLICY aaa_oam_rev_probe ON {} AS PERMISSIVE FOR SELECT "
-                              "USING (public.oam_rev_probe())").format(
-            seeded.table("record_chunks")))
+        owner.execute(policy.format(seeded.table(table)))
     return seeded
+
+
+def probe_seed(dds: Any) -> Seeded:
+    """A fresh store whose chunks carry the probe policy (see the module's docstring)."""
+    setup: list[Query] = []
+    for name in ("oam_rev_inside", "oam_rev_outside"):
+        setup += [f"CREATE SEQUENCE IF NOT EXISTS public.{name}".encode(),
+                  f"GRANT USAGE ON SEQUENCE public.{name} TO {RUNTIME}".encode()]
+    setup += [
+        "CREATE OR REPLACE FUNCTION public.oam_rev_probe() RETURNS boolean LANGUAGE sql "
+        "VOLATILE AS $$ SELECT CASE WHEN coalesce(pg_catalog.current_setting("
+        "'oam.end_user_assertion', true), '') = '' "
+        "THEN pg_catalog.nextval('public.oam_rev_outside') "
+        "ELSE pg_catalog.nextval('public.oam_rev_inside') END < 0 $$",
+        "GRANT EXECUTE ON FUNCTION public.oam_rev_probe() TO PUBLIC"]
+    return seed_with_policy(dds, setup, "record_chunks",
+                            sql.SQL("CREATE POLICY aaa_oam_rev_probe ON {} AS PERMISSIVE "
+                                    "FOR SELECT USING (public.oam_rev_probe())"))
 
 
 @pytest.fixture(scope="module")
@@ -590,31 +601,28 @@ def _commit_failing_seed(dds: Any) -> Seeded:
     a restrictive policy (``true`` for every row, so evaluated for each visible one) whose
     function, in the record read (not a round: its statement orders by owner), counts the
     call and inserts a row that breaks a deferred foreign key, checked only at COMMIT."""
-    with psycopg.connect(dds.superuser_url, autocommit=True) as su:
-        su.execute("CREATE SEQUENCE IF NOT EXISTS public.oam_rev_reads")
-        su.execute("CREATE TABLE IF NOT EXISTS public.oam_rev_parent (id int PRIMARY KEY)")
-        su.execute("CREATE TABLE IF NOT EXISTS public.oam_rev_child (parent int REFERENCES "
-                   "public.oam_rev_parent DEFERRABLE INITIALLY DEFERRED)")
-        su.execute("CREATE TABLE IF NOT EXISTS public.oam_rev_switch (armed boolean)")
-        su.execute("DELETE FROM public.oam_rev_switch")
-        su.execute("INSERT INTO public.oam_rev_switch VALUES (false)")
-        su.execute(f"GRANT USAGE ON SEQUENCE public.oam_rev_reads TO {RUNTIME}".encode())
-        su.execute(f"GRANT INSERT ON public.oam_rev_child TO {RUNTIME}".encode())
-        su.execute(f"GRANT SELECT ON public.oam_rev_switch TO {RUNTIME}".encode())
-        su.execute(
-            "CREATE OR REPLACE FUNCTION public.oam_rev_fail_commit() RETURNS boolean "
-            "LANGUAGE plpgsql VOLATILE AS $$ BEGIN "
-            "IF (SELECT armed FROM public.oam_rev_switch) AND pg_catalog.current_query() "
-            "LIKE '%ORDER BY user_id NULLS FIRST%' THEN "
-            "PERFORM pg_catalog.nextval('public.oam_rev_reads'); "
-            "INSERT INTO public.oam_rev_child VALUES (-1); END IF; RETURN true; END $$")
-        su.execute("GRANT EXECUTE ON FUNCTION public.oam_rev_fail_commit() TO PUBLIC")
-    seeded = seed(dds)
-    with psycopg.connect(dds.owner_url) as owner:
-        owner.execute(sql.SQL("CREATE POLICY aaa_oam_rev_fail_commit ON {} AS RESTRICTIVE FOR "
-                              "SELECT USING (public.oam_rev_fail_commit())").format(
-            seeded.table("memory")))
-    return seeded
+    setup: list[Query] = [
+        "CREATE SEQUENCE IF NOT EXISTS public.oam_rev_reads",
+        "CREATE TABLE IF NOT EXISTS public.oam_rev_parent (id int PRIMARY KEY)",
+        "CREATE TABLE IF NOT EXISTS public.oam_rev_child (parent int REFERENCES "
+        "public.oam_rev_parent DEFERRABLE INITIALLY DEFERRED)",
+        "CREATE TABLE IF NOT EXISTS public.oam_rev_switch (armed boolean)",
+        "DELETE FROM public.oam_rev_switch",
+        "INSERT INTO public.oam_rev_switch VALUES (false)",
+        f"GRANT USAGE ON SEQUENCE public.oam_rev_reads TO {RUNTIME}".encode(),
+        f"GRANT INSERT ON public.oam_rev_child TO {RUNTIME}".encode(),
+        f"GRANT SELECT ON public.oam_rev_switch TO {RUNTIME}".encode(),
+        "CREATE OR REPLACE FUNCTION public.oam_rev_fail_commit() RETURNS boolean "
+        "LANGUAGE plpgsql VOLATILE AS $$ BEGIN "
+        "IF (SELECT armed FROM public.oam_rev_switch) AND pg_catalog.current_query() "
+        "LIKE '%ORDER BY user_id NULLS FIRST%' THEN "
+        "PERFORM pg_catalog.nextval('public.oam_rev_reads'); "
+        "INSERT INTO public.oam_rev_child VALUES (-1); END IF; RETURN true; END $$",
+        "GRANT EXECUTE ON FUNCTION public.oam_rev_fail_commit() TO PUBLIC"]
+    return seed_with_policy(dds, setup, "memory",
+                            sql.SQL("CREATE POLICY aaa_oam_rev_fail_commit ON {} AS "
+                                    "RESTRICTIVE FOR SELECT USING "
+                                    "(public.oam_rev_fail_commit())"))
 
 
 def _arm(dds: Any, armed: bool) -> int:

@@ -241,18 +241,8 @@ class ContextTransaction:
             if self.open:
                 return _flight(self.conn, self.security, self.assertion, statements, self.seal,
                                begin=False, commit=False, rows_as=_tuple_maker)
-            for attempt in (1, 2):
-                try:
-                    rows = _flight(self.conn, self.security, self.assertion, statements,
-                                   self.seal, begin=True, commit=False, rows_as=_tuple_maker)
-                    break
-                except (psycopg.errors.InvalidSqlStatementName,
-                        psycopg.errors.FeatureNotSupported):
-                    # As in read_first: a named statement is gone or no longer fits its
-                    # table; the flight rolled back, so prepare them again, once.
-                    _forget_names(self.conn)
-                    if attempt == 2:
-                        raise
+            rows = _opening_flight(self.conn, self.security, self.assertion, statements,
+                                   self.seal, commit=False, rows_as=_tuple_maker)
             self.open = self.used = True
             self._sealed()
             return rows
@@ -274,8 +264,7 @@ class ContextTransaction:
                 rows: list[list[dict[str, Any]]] = _flight(
                     self.conn, self.security, self.assertion, numbered, self.seal,
                     begin=False, commit=True, rows_as=_dict_maker)
-            except (psycopg.errors.InvalidSqlStatementName,
-                    psycopg.errors.FeatureNotSupported):
+            except _STALE_STATEMENT:
                 self.open = False
                 _roll_back(self.conn)
                 _forget_names(self.conn)
@@ -288,23 +277,39 @@ class ContextTransaction:
 
     def _read_first(self, statements: Sequence[tuple[str, Sequence[Any]]]
                     ) -> list[list[dict[str, Any]]]:
-        try:
-            return _read_in_one_flight(self.conn, self.security, self.assertion, statements,
-                                       self.seal)
-        except (psycopg.errors.InvalidSqlStatementName, psycopg.errors.FeatureNotSupported):
-            # A statement prepared here is gone (a rollback through psycopg deallocates every
-            # statement of the session; so does DEALLOCATE ALL), or no longer fits its table
-            # ("cached plan must not change result type" after the owner altered a column's
-            # type, which would fail it on this connection for good): prepare them again, once.
-            _forget_names(self.conn)
-            return _read_in_one_flight(self.conn, self.security, self.assertion, statements,
-                                       self.seal)
+        return _opening_flight(self.conn, self.security, self.assertion,
+                               [(_numbered(q), p) for q, p in statements], self.seal,
+                               commit=True, rows_as=_dict_maker)
+
+
+_STALE_STATEMENT = (psycopg.errors.InvalidSqlStatementName, psycopg.errors.FeatureNotSupported)
+"""A named statement of the engine's is gone (a rollback through psycopg deallocates every
+statement of the session; so does ``DEALLOCATE ALL``) or no longer fits its table ("cached plan
+must not change result type" after the owner altered a column's type, which would fail it on
+this connection for good)."""
+
+
+def _opening_flight(conn: psycopg.Connection[Any], security: Any, assertion: str,
+                    statements: Sequence[tuple[bytes, Sequence[Any]]], seal: SessionSeal | None,
+                    *, commit: bool,
+                    rows_as: Callable[[list[str]], Callable[[Sequence[Any]], Any]]
+                    ) -> list[list[Any]]:
+    """:func:`_flight` with ``BEGIN`` and the apply; when a named statement went stale
+    (:data:`_STALE_STATEMENT`: the failed flight rolled back), its names are forgotten and the
+    flight runs again under new ones, once."""
+    try:
+        return _flight(conn, security, assertion, statements, seal, begin=True, commit=commit,
+                       rows_as=rows_as)
+    except _STALE_STATEMENT:
+        _forget_names(conn)
+        return _flight(conn, security, assertion, statements, seal, begin=True, commit=commit,
+                       rows_as=rows_as)
 
 
 _PREPARED: weakref.WeakKeyDictionary[psycopg.Connection[Any],
                                       dict[tuple[bytes, tuple[int, ...] | None], bytes]] = (
     weakref.WeakKeyDictionary())
-"""The statements :func:`_read_in_one_flight` prepared on each connection: name by query and
+"""The statements :func:`_flight` prepared on each connection: name by query and
 parameter types.
 Names are never reused, so a statement forgotten here but left on the server is never
 executed for another query."""
@@ -421,15 +426,6 @@ def _queue_begin_and_apply(conn: psycopg.Connection[Any], assertion: str,
     pgconn.send_query_prepared(named.begin, None)
     pgconn.send_query_prepared(named.apply, [assertion.encode(), seal.token.encode()])
     return named, prepared + 1
-
-
-def _read_in_one_flight(conn: psycopg.Connection[Any], security: Any, assertion: str,
-                        statements: Sequence[tuple[str, Sequence[Any]]],
-                        seal: SessionSeal | None = None) -> list[list[dict[str, Any]]]:
-    """:meth:`ContextTransaction.read_first`'s round trip (:func:`_flight` with ``BEGIN``,
-    the apply, ``COMMIT`` and the end check), its rows as ``psycopg.rows.dict_row`` makes them."""
-    return _flight(conn, security, assertion, [(_numbered(q), p) for q, p in statements],
-                   seal, begin=True, commit=True, rows_as=_dict_maker)
 
 
 def _dict_maker(columns: list[str]) -> Callable[[Sequence[Any]], dict[str, Any]]:
